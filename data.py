@@ -1,0 +1,282 @@
+"""Shapes2D: the toy world every generator learns from, and the tokenizers they share.
+
+One shape on a black background, 32x32 RGB. Three binary factors, always in this order:
+
+    bit | factor | 0      | 1
+    1st | shape  | circle | triangle
+    2nd | color  | red    | blue
+    3rd | size   | big    | small
+
+A composition is written as its bits: "110" is a blue big triangle. Generators train on
+the SEEN compositions only; LEVEL1 compositions are one flip away from a seen one, LEVEL2
+two flips away from every seen one.
+
+Each image is rendered from continuous latents (the exact colour, the exact size, the
+exact position), so a row of `latents` is the full information about its image:
+
+    latents[:, 0]   shape bit (0 circle, 1 triangle)
+    latents[:, 1:4] RGB colour, drawn around the class colour
+    latents[:, 4]   size s in pixels (circle radius; a triangle's circumradius is 1.3 s)
+    latents[:, 5:7] centre (x, y) in pixels, jittered around the image centre
+"""
+import hashlib
+import os
+
+import numpy as np
+import torch
+
+IMAGE_SIZE = 32
+FACTORS = ("shape", "color", "size")
+COMPOSITIONS = tuple(f"{i:03b}" for i in range(8))  # "000" ... "111"
+SEEN = ("000", "001", "010", "100")
+LEVEL1 = ("011", "101", "110")
+LEVEL2 = ("111",)
+SPLITS = {"seen": SEEN, "level1": LEVEL1, "level2": LEVEL2}
+COND_MODES = ("continuous", "discrete", "dropout", "discrete-dropout")
+
+CLASS_COLORS = np.array([[0.85, 0.15, 0.15], [0.15, 0.30, 0.85]])  # red, blue
+COLOR_JITTER = 0.08                                              # per channel, uniform
+SIZE_RANGES = np.array([[8.0, 9.5], [4.5, 5.5]])                 # big, small (pixels)
+TRIANGLE_SCALE = 1.3       # triangle circumradius / s, so both shapes look equally big
+SQRT3 = 3 ** 0.5
+POSITION_JITTER = 3.0      # centre drawn uniformly within +-3 px of the image centre
+CACHE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
+
+
+def code_to_bits(code):
+    """'101' -> (1, 0, 1); refuses anything that is not one of the eight codes."""
+    if code not in COMPOSITIONS:
+        raise ValueError(f"unknown composition code {code!r}; choose from {', '.join(COMPOSITIONS)}")
+    return tuple(int(c) for c in code)
+
+
+def bits_to_code(bits):
+    return "".join(str(int(b)) for b in bits)
+
+
+def split_of(code):
+    code_to_bits(code)
+    return next(name for name, codes in SPLITS.items() if code in codes)
+
+
+# ----------------------------------------------------------------------------- rendering
+def sample_latents(bits, rng):
+    """Continuous latents for the requested factor bits (N, 3), from the class ranges."""
+    bits = np.asarray(bits, dtype=np.int64).reshape(-1, 3)
+    n = len(bits)
+    color = CLASS_COLORS[bits[:, 1]] + rng.uniform(-COLOR_JITTER, COLOR_JITTER, (n, 3))
+    low, high = SIZE_RANGES[bits[:, 2]].T
+    size = low + (high - low) * rng.uniform(0, 1, n)
+    centre = IMAGE_SIZE / 2 + rng.uniform(-POSITION_JITTER, POSITION_JITTER, (n, 2))
+    return np.concatenate([bits[:, :1], color, size[:, None], centre], 1).astype(np.float32)
+
+
+def render(latents):
+    """Anti-aliased images (N, H, W, 3) float32 in [0, 1] from latents (N, 7).
+
+    Coverage of a pixel = clip(0.5 - d, 0, 1), d the signed distance (pixels) from the
+    pixel centre to the shape's outline, negative inside: a one-pixel soft edge.
+    """
+    latents = np.asarray(latents, dtype=np.float32)
+    shape, color, size = latents[:, 0], latents[:, 1:4], latents[:, 4]
+    cx, cy = latents[:, 5, None, None], latents[:, 6, None, None]
+    grid = np.arange(IMAGE_SIZE, dtype=np.float32) + 0.5
+    x, y = grid[None, None, :] - cx, grid[None, :, None] - cy     # (N, H, W) offsets
+    circle = np.sqrt(x ** 2 + y ** 2) - size[:, None, None]
+    # Upward triangle centred on its bounding box: apex at -0.75 R, base at +0.75 R.
+    radius = TRIANGLE_SCALE * size[:, None, None]
+    base = y - 0.75 * radius
+    left = (-SQRT3 * x - y) / 2 - 0.75 * radius / 2
+    right = (SQRT3 * x - y) / 2 - 0.75 * radius / 2
+    triangle = np.maximum(base, np.maximum(left, right))          # max of edge distances
+    distance = np.where(shape[:, None, None] > 0.5, triangle, circle)
+    coverage = np.clip(0.5 - distance, 0.0, 1.0)
+    return (coverage[..., None] * color[:, None, None, :]).astype(np.float32)
+
+
+def make_dataset(codes, n_per_code, seed):
+    """images (N, H, W, 3) float32, bits (N, 3) int64, latents (N, 7): deterministic in seed."""
+    rng = np.random.default_rng(seed)
+    bits = np.repeat(np.array([code_to_bits(c) for c in codes]), n_per_code, axis=0)
+    order = rng.permutation(len(bits))
+    bits = bits[order]
+    latents = sample_latents(bits, rng)
+    return render(latents), bits, latents
+
+
+def training_set(n_per_code=5000, seed=0):
+    """What a generator (and a tokenizer's fit) may learn from: seen compositions only."""
+    return make_dataset(SEEN, n_per_code, seed)
+
+
+# -------------------------------------------------------------------------- conditioning
+# The condition is a vector of 7 values in four groups; a group may be hidden.
+COND_GROUPS = (("shape", 0, 1), ("color", 1, 4), ("size", 4, 5), ("position", 5, 7))
+_COND_CENTRE = np.array([0.5, 0.5, 0.5, 0.5, 7.0, 16.0, 16.0], dtype=np.float32)
+_COND_SCALE = np.array([0.5, 0.35, 0.35, 0.35, 2.5, 3.0, 3.0], dtype=np.float32)
+
+
+def conditioning(latents, mode, drop_prob=0.1, generator=None, train=True):
+    """The four conditioning modes of the contract as (values (B, 7), present (B, 4)).
+
+    continuous:       the exact latents, scaled to about [-1, 1] (full information);
+    discrete:         colour and size replaced by their class centres, position hidden:
+                      only the three binary labels survive (quantized information);
+    dropout:          continuous, and in training each factor is hidden with drop_prob;
+    discrete-dropout: both. A hidden group is replaced by a learned null in the model.
+    """
+    if mode not in COND_MODES:
+        raise ValueError(f"unknown conditioning mode {mode!r}; choose from {', '.join(COND_MODES)}")
+    latents = torch.as_tensor(latents, dtype=torch.float32)
+    values = latents.clone()
+    present = torch.ones(len(latents), len(COND_GROUPS), dtype=torch.bool)
+    if mode.startswith("discrete"):
+        color_bit = (latents[:, 3] > latents[:, 1]).long()                 # blue if B > R
+        size_bit = (latents[:, 4] < SIZE_RANGES[:, 0].mean()).long()      # small below 6.25
+        values[:, 1:4] = torch.as_tensor(CLASS_COLORS, dtype=torch.float32)[color_bit]
+        values[:, 4] = torch.as_tensor(SIZE_RANGES.mean(1), dtype=torch.float32)[size_bit]
+        present[:, 3] = False
+    if mode.endswith("dropout") and train:
+        hidden = torch.rand(len(latents), 3, generator=generator) < drop_prob
+        present[:, :3] &= ~hidden
+    values = (values - torch.as_tensor(_COND_CENTRE)) / torch.as_tensor(_COND_SCALE)
+    return values, present
+
+
+# ---------------------------------------------------------------------------- tokenizers
+# Every tokenizer is fitted on seen compositions only: it belongs to the generators' world.
+def patchify(images, patch):
+    """(N, H, W, 3) -> (N, T, patch*patch*3), row-major patches; numpy or torch."""
+    n, h, w, c = images.shape
+    x = images.reshape(n, h // patch, patch, w // patch, patch, c)
+    x = x.transpose(2, 3) if torch.is_tensor(x) else x.transpose(0, 1, 3, 2, 4, 5)
+    return x.reshape(n, (h // patch) * (w // patch), patch * patch * c)
+
+
+def unpatchify(tokens, patch):
+    """(N, T, patch*patch*3) -> (N, H, W, 3), the inverse of patchify."""
+    n, t, _ = tokens.shape
+    side = int(round(t ** 0.5))
+    x = tokens.reshape(n, side, side, patch, patch, 3)
+    x = x.transpose(2, 3) if torch.is_tensor(x) else x.transpose(0, 1, 3, 2, 4, 5)
+    return x.reshape(n, side * patch, side * patch, 3)
+
+
+def _kmeans(points, k, seed, iterations=25):
+    """Plain Lloyd k-means in torch, deterministic in seed: returns (k, D) centres."""
+    points = torch.as_tensor(points, dtype=torch.float32)
+    rng = np.random.default_rng(seed)
+    centres = points[torch.as_tensor(rng.choice(len(points), k, replace=False))].clone()
+    for _ in range(iterations):
+        nearest = torch.cdist(points, centres).argmin(1)
+        sums = torch.zeros_like(centres).index_add_(0, nearest, points)
+        counts = torch.bincount(nearest, minlength=k).float()[:, None]
+        centres = torch.where(counts > 0, sums / counts.clamp(min=1), centres)
+    return centres
+
+
+def _alpha(images):
+    """Per-pixel coverage of the single object: projection on the brightest pixel's colour."""
+    flat = images.reshape(len(images), -1, 3)
+    color = flat[np.arange(len(flat)), flat.max(2).argmax(1)]               # (N, 3)
+    alpha = (flat * color[:, None]).sum(2) / (color ** 2).sum(1, keepdims=True).clip(1e-6)
+    return alpha.clip(0, 1).reshape(images.shape[:3])
+
+
+class Codebook:
+    """A discrete tokenizer: each patch is one id = (coverage mask, colour) pair.
+
+    A plain k-means codebook over RGB patches fitted on seen images cannot draw a blue
+    triangle edge, because none occurs in training. Here a patch is modelled as
+    mask (patch x patch coverage) times colour, each quantized on its own:
+    `n_masks` k-means masks and a palette of `n_colors` k-means colours, so
+    id = mask_index * n_colors + color_index, a vocabulary of n_masks * n_colors.
+    Encoding picks the pair with the least squared error.
+    """
+
+    def __init__(self, patch=4, n_masks=256, n_colors=8, seed=0):
+        self.patch, self.n_masks, self.n_colors, self.seed = patch, n_masks, n_colors, seed
+        self.vocab_size = n_masks * n_colors
+        images = training_set(500, seed=1000 + seed)[0]
+        pixels = images.reshape(-1, 3)
+        solid = pixels[pixels.max(1) > 0.6]                               # fully covered
+        self.palette = _kmeans(solid, n_colors, seed)                     # (C, 3)
+        masks = patchify(_alpha(images)[..., None], patch).reshape(-1, patch * patch)
+        edges = masks[(masks.max(1) > 0.02) & (masks.min(1) < 0.98)]       # partly covered
+        fitted = _kmeans(edges, n_masks - 2, seed)
+        empty, full = torch.zeros(1, patch * patch), torch.ones(1, patch * patch)
+        self.masks = torch.cat([empty, full, fitted])                       # (M, P)
+
+    def encode(self, images, chunk=8192):
+        """(N, H, W, 3) -> ids (N, T) int64."""
+        patches = torch.as_tensor(patchify(np.asarray(images), self.patch)).float()
+        n, t, _ = patches.shape
+        pixels = patches.reshape(n * t, self.patch * self.patch, 3)       # (Np, P, 3)
+        mask_sq = (self.masks ** 2).sum(1)                                  # (M,)
+        color_sq = (self.palette ** 2).sum(1)                               # (C,)
+        ids = []
+        for x in pixels.split(chunk):
+            cross = torch.einsum("npd,cd,mp->ncm", x, self.palette, self.masks)
+            # ||x - m c||^2 = ||x||^2 - 2 sum_p m_p <x_p, c> + ||c||^2 ||m||^2
+            error = color_sq[None, :, None] * mask_sq[None, None, :] - 2 * cross
+            best = error.flatten(1).argmin(1)                               # over (C, M)
+            color, mask = best // self.n_masks, best % self.n_masks
+            ids.append(mask * self.n_colors + color)
+        return torch.cat(ids).reshape(n, t)
+
+    def vectors(self, ids):
+        """ids (N, T) -> the codes' patch vectors (N, T, patch*patch*3), values in [0, 1]."""
+        ids = torch.as_tensor(ids)
+        mask = self.masks[ids // self.n_colors]                              # (N, T, P)
+        color = self.palette[ids % self.n_colors]                            # (N, T, 3)
+        return (mask[..., None] * color[..., None, :]).flatten(2)
+
+    def decode(self, ids):
+        return unpatchify(self.vectors(ids), self.patch).numpy()
+
+
+class PCATokenizer:
+    """A continuous compressed tokenizer: each patch projected on its top principal axes."""
+
+    def __init__(self, patch=4, dims=16, seed=0):
+        self.patch, self.dims, self.seed = patch, dims, seed
+        patches = torch.as_tensor(patchify(training_set(500, seed=1000 + seed)[0], patch))
+        patches = patches.reshape(-1, patches.shape[-1]).double()
+        self.mean = patches.mean(0)
+        _, singular, axes = torch.linalg.svd(patches - self.mean, full_matrices=False)
+        self.axes = axes[:dims].T                                            # (D, dims)
+        self.scale = float(singular[0] / len(patches) ** 0.5)                # top std -> 1
+
+    def encode(self, images):
+        """(N, H, W, 3) -> (N, T, dims) float32, about unit scale."""
+        patches = torch.as_tensor(patchify(np.asarray(images), self.patch)).double()
+        return ((patches - self.mean) @ self.axes / self.scale).float()
+
+    def decode(self, tokens):
+        patches = torch.as_tensor(tokens).double() * self.scale @ self.axes.T + self.mean
+        return unpatchify(patches.float(), self.patch).numpy()
+
+
+def load_tokenizer(name, **settings):
+    """'codebook' or 'pca', built once and cached under .cache/ (deterministic)."""
+    kinds = {"codebook": Codebook, "pca": PCATokenizer}
+    if name not in kinds:
+        raise ValueError(f"unknown tokenizer {name!r}; choose from {', '.join(kinds)}")
+    path = cache_path(f"tokenizer-{name}", sorted(settings.items()))
+    if os.path.exists(path):
+        tokenizer = kinds[name].__new__(kinds[name])
+        tokenizer.__dict__.update(torch.load(path, weights_only=True))
+        return tokenizer
+    tokenizer = kinds[name](**settings)
+    os.makedirs(CACHE_DIR, exist_ok=True)
+    torch.save(tokenizer.__dict__, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    return tokenizer
+
+
+def cache_path(kind, settings=()):
+    """A file under .cache/ whose name changes when the world's definition changes."""
+    world = (IMAGE_SIZE, CLASS_COLORS.tolist(), COLOR_JITTER, SIZE_RANGES.tolist(),
+             TRIANGLE_SCALE, POSITION_JITTER)
+    key = hashlib.sha1(repr((kind, settings, world)).encode()).hexdigest()[:12]
+    return os.path.join(CACHE_DIR, f"{kind}-{key}.pt")
