@@ -189,12 +189,12 @@ class Codebook:
     A plain k-means codebook over RGB patches fitted on seen images cannot draw a blue
     triangle edge, because none occurs in training. Here a patch is modelled as
     mask (patch x patch coverage) times colour, each quantized on its own:
-    `n_masks` k-means masks and a palette of `n_colors` k-means colours, so
+    `n_masks` k-means masks (1024) and a palette of `n_colors` k-means colours (2: one red, one blue), so
     id = mask_index * n_colors + color_index, a vocabulary of n_masks * n_colors.
     Encoding picks the pair with the least squared error.
     """
 
-    def __init__(self, patch=4, n_masks=256, n_colors=8, seed=0):
+    def __init__(self, patch=4, n_masks=1024, n_colors=2, seed=0):
         self.patch, self.n_masks, self.n_colors, self.seed = patch, n_masks, n_colors, seed
         self.vocab_size = n_masks * n_colors
         images = training_set(500, seed=1000 + seed)[0]
@@ -262,7 +262,7 @@ def load_tokenizer(name, **settings):
     kinds = {"codebook": Codebook, "pca": PCATokenizer}
     if name not in kinds:
         raise ValueError(f"unknown tokenizer {name!r}; choose from {', '.join(kinds)}")
-    path = cache_path(f"tokenizer-{name}", sorted(settings.items()))
+    path = cache_path(f"tokenizer-{name}", sorted(settings.items()) + [kinds[name].__init__.__defaults__])
     if os.path.exists(path):
         tokenizer = kinds[name].__new__(kinds[name])
         tokenizer.__dict__.update(torch.load(path, weights_only=True))

@@ -1,0 +1,254 @@
+"""DiT: a Diffusion Transformer over all tokens, the continuous end of the ladder.
+
+The model sees every token of a noisy image at once and is trained to denoise it
+(rectified flow: a straight path from the image to Gaussian noise). It is conditioned on
+the factors through adaLN-Zero. Trained on the seen compositions of Shapes2D only, judged
+by probe.py on all eight.
+
+    python dit.py                                   # default: a few minutes on a laptop CPU
+    python dit.py --steps 30000 --out runs/dit-long # the long run where composition shows
+
+Sections: config -> model -> flow matching -> training -> sampling -> evaluation.
+"""
+import argparse
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import data
+import probe
+
+MODEL = "dit"
+
+
+# -------------------------------------------------------------------------------- config
+def get_config(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
+                        help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
+    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
+    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
+    args = parser.parse_args(argv)
+    if args.sample_steps < 1:
+        parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
+    return probe.start_run(parser, args, MODEL)
+
+
+class Tokens:
+    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
+        self.dim = 16 if name == "pca" else 4 * 4 * 3
+
+    def encode(self, images):
+        if self.name == "pixels":
+            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
+        if self.name == "codebook":
+            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
+        return self.tokenizer.encode(images)
+
+    def decode(self, tokens):
+        tokens = tokens.float().cpu()
+        if self.name == "pca":
+            return self.tokenizer.decode(tokens)
+        return data.unpatchify((tokens + 1) / 2, 4).numpy()                  # (B, H, W, 3)
+
+
+# --------------------------------------------------------------------------------- model
+def sincos_positions(width, side):
+    """Fixed 2D sin-cos position embeddings for a side x side grid: (side*side, width)."""
+    quarter = width // 4
+    frequency = 1.0 / 10000 ** (torch.arange(quarter) / quarter)
+    y, x = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    angles = [axis.flatten()[:, None].float() * frequency for axis in (y, x)]
+    return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
+
+
+class ConditionEmbedding(nn.Module):
+    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+
+    def forward(self, values, present):
+        parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+        return torch.stack(parts).sum(0)                                    # (B, D)
+
+
+class Block(nn.Module):
+    """Transformer block with adaLN-Zero: shift, scale and gate come from the condition."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+        self.modulation = nn.Linear(width, 6 * width)
+        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
+        nn.init.zeros_(self.modulation.bias)
+
+    def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+        h = self.norm1(x) * (1 + scale1) + shift1
+        x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
+        h = self.norm2(x) * (1 + scale2) + shift2
+        return x + gate2 * self.mlp(h)
+
+
+class DiT(nn.Module):
+    def __init__(self, token_dim, width=128, depth=4, heads=4, tokens=64):
+        super().__init__()
+        self.embed = nn.Linear(token_dim, width)
+        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.condition = ConditionEmbedding(width)
+        self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.final_modulation = nn.Linear(width, 2 * width)
+        self.head = nn.Linear(width, token_dim)
+        for layer in (self.final_modulation, self.head):  # adaLN-Zero: output starts at 0
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x_t, t, values, present):
+        """Predicts the clean tokens x_0 (B, T, C) from x_t, the time t (B,) and the condition."""
+        half = self.time[0].in_features // 2
+        frequency = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
+        angles = 1000 * t[:, None] * frequency                              # (B, D/2)
+        c = self.time(torch.cat([angles.sin(), angles.cos()], 1)) + self.condition(values, present)
+        h = self.embed(x_t) + self.positions                                # (B, T, D)
+        for block in self.blocks:
+            h = block(h, c)
+        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
+        return self.head(self.final_norm(h) * (1 + scale) + shift)
+
+
+# ------------------------------------------------------------------------ flow matching
+# Rectified flow: x_t = (1 - t) x_0 + t eps, t in [0, 1]; t = 0 is the image, t = 1 noise.
+# The velocity along the path is v = dx_t/dt = eps - x_0. The network predicts x_0 (with
+# 48-value tokens and width 128, predicting eps or v gave speckled samples; x_0 does not),
+# and the velocity is derived from it: v_hat = (x_t - x0_hat) / t.
+def noisy(x_0, t, eps):
+    return (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps           # q(x_t | x_0)
+
+
+def flow_loss(model, x_0, values, present, generator):
+    t = torch.rand(len(x_0), generator=generator).to(x_0.device)          # t ~ U(0, 1)
+    eps = torch.randn(x_0.shape, generator=generator).to(x_0.device)
+    x_t = noisy(x_0, t, eps)
+    x0_hat = model(x_t, t, values, present)
+    # Velocity loss ||v_hat - v||^2 = ||x0_hat - x_0||^2 / t^2, t floored to keep it finite.
+    weight = 1 / t.clamp(min=0.05) ** 2
+    return (weight[:, None, None] * (x0_hat - x_0) ** 2).mean()
+
+
+# ----------------------------------------------------------------------------- training
+def train(config):
+    device = torch.device(config["device"])
+    torch.manual_seed(config["seed"])
+    generator = torch.Generator().manual_seed(config["seed"])             # data order, t, eps, dropout
+    tokens = Tokens(config["tokenizer"])
+    images, _, latents = data.training_set()
+    train_tokens = tokens.encode(images).float()                            # (N, 64, C), made once
+    model = DiT(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
+    ema = DiT(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    step = 0
+    if config["resume"]:
+        state = probe.load_checkpoint(config["out"], MODEL, config)
+        model.load_state_dict(state["model"])
+        ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["rng"])
+        step = state["step"]
+    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    metrics = None
+    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
+    for step in progress:
+        index = torch.randint(len(train_tokens), (config["batch_size"],), generator=generator)
+        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # 200 warm-up steps
+            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            loss = flow_loss(model, train_tokens[index].to(device), values.to(device), present.to(device), generator)
+        if not torch.isfinite(loss):
+            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
+                             f"is kept in {config['out']}; try a lower --lr")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        with torch.no_grad():
+            for p_ema, p in zip(ema.parameters(), model.parameters()):
+                p_ema.lerp_(p, 1 - decay)
+        progress.set_postfix(loss=f"{loss.item():.4f}")
+        if step + 1 in evaluations:
+            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
+                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
+                                  rng=generator.get_state())
+    return metrics or probe.read_metrics(config["out"])[-1]
+
+
+# ----------------------------------------------------------------------------- sampling
+@torch.no_grad()
+def sample(model, values, present, token_dim, steps, generator, tokens=64):
+    """Euler integration of dx/dt = v from t = 1 (noise) to t = 0 (image)."""
+    device = next(model.parameters()).device
+    x = torch.randn((len(values), tokens, token_dim), generator=generator).to(device)
+    times = torch.linspace(1, 0, steps + 1)
+    for t, t_next in zip(times[:-1], times[1:]):
+        t_batch = torch.full((len(x),), float(t), device=device)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            x0_hat = model(x, t_batch, values.to(device), present.to(device)).float()
+        velocity = (x - x0_hat) / t                                          # v_hat = (x_t - x0_hat) / t
+        x = x + (t_next - t) * velocity                                      # x_{t'} = x_t + (t' - t) v_hat
+    return x
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluate(model, tokens, config, step, loss):
+    """Sample every composition, judge the samples and write the run files."""
+    model.eval()
+    rng = np.random.default_rng(config["seed"])                             # the same requests each time
+    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
+    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
+    generator = torch.Generator().manual_seed(config["seed"] + 1)
+    x = sample(model, values, present, tokens.dim, config["sample_steps"], generator)
+    model.train()
+    return probe.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
+                        title=f"DiT ({config['cond']}, {config['tokenizer']})")
+
+
+def main(argv=None):
+    config = get_config(argv)
+    print(f"{MODEL}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    probe.report(metrics)
+
+
+if __name__ == "__main__":
+    main()

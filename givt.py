@@ -1,0 +1,301 @@
+"""GIVT: the masked transformer of maskgit.py over continuous tokens, with a Gaussian mixture.
+
+One change from MaskGIT: the tokens are continuous (4x4 pixel patches, 48 values each;
+no codebook), and the categorical head becomes a mixture of k diagonal Gaussians per
+token, trained by negative log-likelihood on the masked positions. Sampling decodes in
+the same parallel schedule, committing tokens by their density. Trained on seen
+compositions only.
+
+    python givt.py                                  # default: minutes on a laptop CPU
+    python givt.py --unmask random --out runs/givt-random
+
+Sections: config -> model -> masking and the mixture -> training -> sampling -> evaluation.
+"""
+import argparse
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import data
+import probe
+
+MODEL = "givt"
+
+
+# -------------------------------------------------------------------------------- config
+def get_config(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
+                        help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
+    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
+    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
+    parser.add_argument("--unmask", default="confidence", choices=("confidence", "random"),
+                        help="which masked tokens to commit at each decoding step")
+    parser.add_argument("--components", type=int, default=8, help="Gaussians in each token's mixture")
+    parser.add_argument("--temperature", type=float, default=1.0, help="multiplies the sampled scales")
+    parser.add_argument("--choice-temperature", type=float, default=4.5,
+                        help="Gumbel noise on the confidence, annealed to 0 over decoding")
+    args = parser.parse_args(argv)
+    for name in ("sample_steps", "components"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    return probe.start_run(parser, args, MODEL)
+
+
+class Tokens:
+    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
+        self.dim = 16 if name == "pca" else 4 * 4 * 3
+
+    def encode(self, images):
+        if self.name == "pixels":
+            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
+        if self.name == "codebook":
+            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
+        return self.tokenizer.encode(images)
+
+    def decode(self, tokens):
+        tokens = tokens.float().cpu()
+        if self.name == "pca":
+            return self.tokenizer.decode(tokens)
+        return data.unpatchify((tokens + 1) / 2, 4).numpy()                  # (B, H, W, 3)
+
+
+# --------------------------------------------------------------------------------- model
+def sincos_positions(width, side):
+    """Fixed 2D sin-cos position embeddings for a side x side grid: (side*side, width)."""
+    quarter = width // 4
+    frequency = 1.0 / 10000 ** (torch.arange(quarter) / quarter)
+    y, x = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    angles = [axis.flatten()[:, None].float() * frequency for axis in (y, x)]
+    return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
+
+
+class ConditionEmbedding(nn.Module):
+    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+
+    def forward(self, values, present):
+        parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+        return torch.stack(parts).sum(0)                                    # (B, D)
+
+
+class Block(nn.Module):
+    """Transformer block with adaLN-Zero: shift, scale and gate come from the condition."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+        self.modulation = nn.Linear(width, 6 * width)
+        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
+        nn.init.zeros_(self.modulation.bias)
+
+    def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+        h = self.norm1(x) * (1 + scale1) + shift1
+        x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
+        h = self.norm2(x) * (1 + scale2) + shift2
+        return x + gate2 * self.mlp(h)
+
+
+class GIVT(nn.Module):
+    def __init__(self, token_dim, components=8, width=128, depth=4, heads=4, tokens=64):
+        super().__init__()
+        self.token_dim, self.components = token_dim, components
+        self.embed = nn.Linear(token_dim, width)
+        self.mask_embedding = nn.Parameter(torch.zeros(width))             # stands in for hidden tokens
+        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.condition = ConditionEmbedding(width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.final_modulation = nn.Linear(width, 2 * width)
+        self.head = nn.Linear(width, components * (1 + 2 * token_dim))     # weights, means, scales
+        for layer in (self.final_modulation, self.head):  # adaLN-Zero: the same mixture everywhere at first
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        with torch.no_grad():  # distinct starting means: identical components would stay identical
+            self.head.bias[components:components * (1 + token_dim)].normal_(0, 0.5)
+
+    def forward(self, x, mask, values, present):
+        """The mixture at every position of x (B, T, C), hidden where mask (B, T) is True:
+        log weights (B, T, K), means and scales (B, T, K, C)."""
+        c = self.condition(values, present)                                 # (B, D)
+        h = torch.where(mask[..., None], self.mask_embedding, self.embed(x)) + self.positions  # (B, T, D)
+        for block in self.blocks:
+            h = block(h, c)
+        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
+        out = self.head(self.final_norm(h) * (1 + scale) + shift)
+        k, dims = self.components, self.components * self.token_dim
+        logits, means, scales = out.split([k, dims, dims], -1)
+        means = means.unflatten(-1, (k, self.token_dim))                    # (B, T, K, C)
+        scales = F.softplus(scales.unflatten(-1, (k, self.token_dim))) + SCALE_FLOOR
+        return logits.log_softmax(-1), means, scales
+
+
+# ----------------------------------------------------------------- masking and the mixture
+SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
+
+
+
+def mask_ratio(r):
+    """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
+    return torch.cos(math.pi / 2 * r)
+
+
+def random_mask(batch, tokens, generator):
+    """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
+    r = torch.rand(batch, generator=generator)
+    count = (mask_ratio(r) * tokens).ceil().clamp(min=1)                    # (B,)
+    rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
+    return rank < count[:, None]                                            # a random subset
+
+
+def log_density(x, log_weights, means, scales):
+    """log p(x) = logsumexp_k [ log pi_k + sum_d log N(x_d; mu_kd, sigma_kd^2) ], x (..., C)."""
+    z = (x[..., None, :] - means) / scales                                  # (..., K, C)
+    log_normal = (-0.5 * z ** 2 - scales.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return torch.logsumexp(log_weights + log_normal, -1)                    # (...,)
+
+
+def masked_loss(model, x, values, present, generator):
+    """Negative log-likelihood of the hidden tokens, in nats per token value."""
+    mask = random_mask(*x.shape[:2], generator).to(x.device)
+    log_weights, means, scales = model(x, mask, values, present)           # the answer is hidden
+    nll = -log_density(x[mask].float(), log_weights[mask].float(), means[mask].float(), scales[mask].float())
+    return nll.mean() / x.shape[-1]
+
+
+# ----------------------------------------------------------------------------- training
+def train(config):
+    device = torch.device(config["device"])
+    torch.manual_seed(config["seed"])
+    generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
+    tokens = Tokens(config["tokenizer"])
+    images, _, latents = data.training_set()
+    train_tokens = tokens.encode(images).float()                            # (N, 64, C), made once
+    model = GIVT(tokens.dim, config["components"], config["width"], config["depth"], config["heads"]).to(device)
+    ema = GIVT(tokens.dim, config["components"], config["width"], config["depth"], config["heads"]).to(device)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    step = 0
+    if config["resume"]:
+        state = probe.load_checkpoint(config["out"], MODEL, config)
+        model.load_state_dict(state["model"])
+        ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["rng"])
+        step = state["step"]
+    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    metrics = None
+    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
+    for step in progress:
+        index = torch.randint(len(train_tokens), (config["batch_size"],), generator=generator)
+        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # 200 warm-up steps
+            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            loss = masked_loss(model, train_tokens[index].to(device), values.to(device), present.to(device), generator)
+        if not torch.isfinite(loss):
+            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
+                             f"is kept in {config['out']}; try a lower --lr")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        with torch.no_grad():
+            for p_ema, p in zip(ema.parameters(), model.parameters()):
+                p_ema.lerp_(p, 1 - decay)
+        progress.set_postfix(loss=f"{loss.item():.4f}")
+        if step + 1 in evaluations:
+            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
+                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
+                                  rng=generator.get_state())
+    return metrics or probe.read_metrics(config["out"])[-1]
+
+
+# ----------------------------------------------------------------------------- sampling
+@torch.no_grad()
+def sample(model, values, present, token_dim, steps, generator, unmask="confidence", choice_temperature=4.5,
+           temperature=1.0, tokens=64):
+    """Parallel decoding: start all hidden; at step s sample every hidden token from its
+    mixture, keep the most likely, and hide gamma((s+1)/S) T again, none after S steps."""
+    device = next(model.parameters()).device
+    x = torch.zeros((len(values), tokens, token_dim), device=device)
+    masked = torch.ones((len(values), tokens), dtype=torch.bool, device=device)
+    for s in range(steps):
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            log_weights, means, scales = (p.float() for p in model(x, masked, values.to(device), present.to(device)))
+        u = torch.rand(log_weights.shape, generator=generator).to(device)
+        k = (log_weights - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)  # Gumbel-max: k ~ pi
+        pick = k[..., None, None].expand(-1, -1, 1, token_dim)
+        mu, sigma = means.gather(2, pick)[:, :, 0], scales.gather(2, pick)[:, :, 0]
+        drawn = mu + temperature * sigma * torch.randn(mu.shape, generator=generator).to(device)
+        log_p = log_density(drawn, log_weights, means, scales)
+        if unmask == "confidence":                                          # log p + annealed noise
+            g = -torch.log(-torch.log(torch.rand(masked.shape, generator=generator).clamp(1e-20))).to(device)
+            confidence = log_p + choice_temperature * (1 - (s + 1) / steps) * g
+        else:                                                               # a random order
+            confidence = torch.rand(masked.shape, generator=generator).to(device)
+        confidence = confidence.masked_fill(~masked, math.inf)              # decoded tokens stay
+        remask = int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens))
+        remask = min(remask, int(masked.sum(1).min()) - 1) if s < steps - 1 else 0
+        x = torch.where(masked[..., None], drawn, x)
+        masked = torch.zeros_like(masked)
+        if remask > 0:
+            lowest = confidence.argsort(1)[:, :remask]                      # least confident
+            masked = masked.scatter(1, lowest, True)
+    return x
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluate(model, tokens, config, step, loss):
+    """Sample every composition, judge the samples and write the run files."""
+    model.eval()
+    rng = np.random.default_rng(config["seed"])                             # the same requests each time
+    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
+    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
+    generator = torch.Generator().manual_seed(config["seed"] + 1)
+    x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["unmask"],
+               config["choice_temperature"], config["temperature"])
+    model.train()
+    return probe.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
+                        title=f"GIVT ({config['cond']}, {config['tokenizer']}, {config['unmask']} unmasking)")
+
+
+def main(argv=None):
+    config = get_config(argv)
+    print(f"{MODEL}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    probe.report(metrics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""MAR: the masked transformer of givt.py, with a small diffusion model as each token's head.
+
+One change from GIVT: the Gaussian mixture becomes a per-token diffusion model. The
+transformer's output z at a hidden position conditions a small MLP that denoises that
+token (epsilon prediction, DDPM cosine schedule), so a token's distribution is whatever
+the denoiser learns, not k Gaussians. Decoding commits tokens in a random order, each
+sampled by running the per-token denoiser. Trained on seen compositions only.
+
+    python mar.py                                   # default: minutes on a laptop CPU
+    python mar.py --steps 30000 --out runs/mar-long
+
+Sections: config -> model -> masking and per-token diffusion -> training -> sampling -> evaluation.
+"""
+import argparse
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import data
+import probe
+
+MODEL = "mar"
+
+
+# -------------------------------------------------------------------------------- config
+def get_config(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
+                        help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
+    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
+    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
+    parser.add_argument("--diffusion-steps", type=int, default=25, help="denoising steps per token")
+    parser.add_argument("--draws", type=int, default=2,
+                        help="(t, noise) draws per hidden token per step (the MAR paper: 4; 2 keeps a CPU run in budget)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="multiplies the sampler's noise")
+    args = parser.parse_args(argv)
+    for name in ("sample_steps", "diffusion_steps", "draws"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    return probe.start_run(parser, args, MODEL)
+
+
+class Tokens:
+    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
+        self.dim = 16 if name == "pca" else 4 * 4 * 3
+
+    def encode(self, images):
+        if self.name == "pixels":
+            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
+        if self.name == "codebook":
+            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
+        return self.tokenizer.encode(images)
+
+    def decode(self, tokens):
+        tokens = tokens.float().cpu()
+        if self.name == "pca":
+            return self.tokenizer.decode(tokens)
+        return data.unpatchify((tokens + 1) / 2, 4).numpy()                  # (B, H, W, 3)
+
+
+# --------------------------------------------------------------------------------- model
+def sincos_positions(width, side):
+    """Fixed 2D sin-cos position embeddings for a side x side grid: (side*side, width)."""
+    quarter = width // 4
+    frequency = 1.0 / 10000 ** (torch.arange(quarter) / quarter)
+    y, x = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    angles = [axis.flatten()[:, None].float() * frequency for axis in (y, x)]
+    return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
+
+
+class ConditionEmbedding(nn.Module):
+    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+
+    def forward(self, values, present):
+        parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+        return torch.stack(parts).sum(0)                                    # (B, D)
+
+
+class Block(nn.Module):
+    """Transformer block with adaLN-Zero: shift, scale and gate come from the condition."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+        self.modulation = nn.Linear(width, 6 * width)
+        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
+        nn.init.zeros_(self.modulation.bias)
+
+    def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+        h = self.norm1(x) * (1 + scale1) + shift1
+        x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
+        h = self.norm2(x) * (1 + scale2) + shift2
+        return x + gate2 * self.mlp(h)
+
+
+def timestep_embedding(t, width):
+    """Sinusoidal features of the diffusion time t (B,) -> (B, width)."""
+    half = width // 2
+    frequency = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
+    angles = 1000 * t[:, None] * frequency                                  # (B, D/2)
+    return torch.cat([angles.sin(), angles.cos()], 1)
+
+
+class ResidualBlock(nn.Module):
+    """MLP block of the denoiser, with adaLN-Zero from (z + time)."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
+        self.modulation = nn.Linear(width, 3 * width)
+        nn.init.zeros_(self.modulation.weight)
+        nn.init.zeros_(self.modulation.bias)
+
+    def forward(self, h, c):                                                # h, c (N, D)
+        shift, scale, gate = self.modulation(F.silu(c)).chunk(3, -1)
+        return h + gate * self.mlp(self.norm(h) * (1 + scale) + shift)
+
+
+class DiffusionHead(nn.Module):
+    """Predicts the noise eps in one noisy token x_t (N, C), given t (N,) and its z (N, D)."""
+
+    def __init__(self, token_dim, width, depth=3):
+        super().__init__()
+        self.embed = nn.Linear(token_dim, width)
+        self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
+        self.blocks = nn.ModuleList(ResidualBlock(width) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.final_modulation = nn.Linear(width, 2 * width)
+        self.out = nn.Linear(width, token_dim)
+        for layer in (self.final_modulation, self.out):   # adaLN-Zero: eps_hat starts at 0
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x_t, t, z):
+        c = self.time(timestep_embedding(t, self.embed.out_features)) + z
+        h = self.embed(x_t)
+        for block in self.blocks:
+            h = block(h, c)
+        shift, scale = self.final_modulation(F.silu(c)).chunk(2, -1)
+        return self.out(self.final_norm(h) * (1 + scale) + shift)
+
+
+class MAR(nn.Module):
+    def __init__(self, token_dim, width=128, depth=4, heads=4, tokens=64):
+        super().__init__()
+        self.embed = nn.Linear(token_dim, width)
+        self.mask_embedding = nn.Parameter(torch.zeros(width))             # stands in for hidden tokens
+        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.condition = ConditionEmbedding(width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.final_modulation = nn.Linear(width, 2 * width)
+        self.head = nn.Linear(width, width)                                 # z for the denoiser
+        self.diffusion = DiffusionHead(token_dim, width)
+
+    def forward(self, x, mask, values, present):
+        """z (B, T, D) at every position of x (B, T, C), hidden where mask (B, T) is True."""
+        c = self.condition(values, present)                                 # (B, D)
+        h = torch.where(mask[..., None], self.mask_embedding, self.embed(x)) + self.positions  # (B, T, D)
+        for block in self.blocks:
+            h = block(h, c)
+        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
+        return self.head(self.final_norm(h) * (1 + scale) + shift)
+
+
+# ------------------------------------------------------------ masking and per-token diffusion
+
+
+def mask_ratio(r):
+    """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
+    return torch.cos(math.pi / 2 * r)
+
+
+def random_mask(batch, tokens, generator):
+    """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
+    r = torch.rand(batch, generator=generator)
+    count = (mask_ratio(r) * tokens).ceil().clamp(min=1)                    # (B,)
+    rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
+    return rank < count[:, None]                                            # a random subset
+
+
+def alpha_bar(t):
+    """Cosine schedule alpha_bar(t) = f(t) / f(0), f(t) = cos^2(pi/2 (t + s) / (1 + s)), s = 0.008:
+    1 at t = 0 (clean) ... floored at 1e-4 at t = 1 (all but noise)."""
+    f = lambda u: torch.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
+    return (f(t) / f(torch.zeros_like(t))).clamp(min=1e-4)
+
+
+def masked_loss(model, x, values, present, generator, draws=2):
+    """Epsilon prediction ||eps_hat(x_t, t, z) - eps||^2 on the hidden tokens only."""
+    mask = random_mask(*x.shape[:2], generator).to(x.device)
+    z = model(x, mask, values, present)[mask].repeat(draws, 1)              # (M * draws, D)
+    x_0 = x[mask].repeat(draws, 1)                                          # several draws a token
+    t = torch.rand(len(x_0), generator=generator).to(x.device)
+    eps = torch.randn(x_0.shape, generator=generator).to(x.device)
+    a = alpha_bar(t)[:, None]
+    x_t = a.sqrt() * x_0 + (1 - a).sqrt() * eps                             # q(x_t | x_0)
+    return ((model.diffusion(x_t, t, z) - eps) ** 2).float().mean()
+
+
+# ----------------------------------------------------------------------------- training
+def train(config):
+    device = torch.device(config["device"])
+    torch.manual_seed(config["seed"])
+    generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
+    tokens = Tokens(config["tokenizer"])
+    images, _, latents = data.training_set()
+    train_tokens = tokens.encode(images).float()                            # (N, 64, C), made once
+    model = MAR(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
+    ema = MAR(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    step = 0
+    if config["resume"]:
+        state = probe.load_checkpoint(config["out"], MODEL, config)
+        model.load_state_dict(state["model"])
+        ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["rng"])
+        step = state["step"]
+    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    metrics = None
+    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
+    for step in progress:
+        index = torch.randint(len(train_tokens), (config["batch_size"],), generator=generator)
+        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # 200 warm-up steps
+            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            loss = masked_loss(model, train_tokens[index].to(device), values.to(device), present.to(device), generator,
+                               config["draws"])
+        if not torch.isfinite(loss):
+            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
+                             f"is kept in {config['out']}; try a lower --lr")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        with torch.no_grad():
+            for p_ema, p in zip(ema.parameters(), model.parameters()):
+                p_ema.lerp_(p, 1 - decay)
+        progress.set_postfix(loss=f"{loss.item():.4f}")
+        if step + 1 in evaluations:
+            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
+                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
+                                  rng=generator.get_state())
+    return metrics or probe.read_metrics(config["out"])[-1]
+
+
+# ----------------------------------------------------------------------------- sampling
+@torch.no_grad()
+def denoise(model, z, token_dim, steps, generator, temperature=1.0):
+    """DDPM ancestral sampling of one token per row of z (N, D), from t = 1 to t = 0."""
+    x = torch.randn((len(z), token_dim), generator=generator).to(z.device)
+    times = torch.linspace(1, 0, steps + 1)
+    for t, s in zip(times[:-1], times[1:]):
+        a_t, a_s = alpha_bar(t), alpha_bar(s)
+        eps_hat = model.diffusion(x, torch.full((len(x),), float(t), device=z.device), z).float()
+        x0_hat = (x - (1 - a_t).sqrt() * eps_hat) / a_t.sqrt()
+        beta = 1 - a_t / a_s
+        # posterior q(x_s | x_t, x0_hat): mean and variance of the DDPM step
+        mean = (a_s.sqrt() * beta * x0_hat + (a_t / a_s).sqrt() * (1 - a_s) * x) / (1 - a_t)
+        variance = beta * (1 - a_s) / (1 - a_t)                             # 0 at the last step
+        x = mean + temperature * variance.sqrt() * torch.randn(x.shape, generator=generator).to(z.device)
+    return x
+
+
+@torch.no_grad()
+def sample(model, values, present, token_dim, steps, generator, diffusion_steps=25, temperature=1.0, tokens=64):
+    """Random-order decoding: start all hidden; at step s pick the hidden tokens to commit
+    (all but gamma((s+1)/S) T of them), sample just those with the denoiser, and go on."""
+    device = next(model.parameters()).device
+    x = torch.zeros((len(values), tokens, token_dim), device=device)
+    masked = torch.ones((len(values), tokens), dtype=torch.bool, device=device)
+    for s in range(steps):
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            z = model(x, masked, values.to(device), present.to(device)).float()
+        remask = int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens))
+        remask = min(remask, int(masked.sum(1).min()) - 1) if s < steps - 1 else 0
+        order = torch.rand(masked.shape, generator=generator).to(device).masked_fill(~masked, math.inf)
+        still_masked = torch.zeros_like(masked).scatter(1, order.argsort(1)[:, :remask], True)
+        commit = masked & ~still_masked                                     # (B, T) this step's tokens
+        x[commit] = denoise(model, z[commit], token_dim, diffusion_steps, generator, temperature)
+        masked = still_masked
+    return x
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluate(model, tokens, config, step, loss):
+    """Sample every composition, judge the samples and write the run files."""
+    model.eval()
+    rng = np.random.default_rng(config["seed"])                             # the same requests each time
+    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
+    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
+    generator = torch.Generator().manual_seed(config["seed"] + 1)
+    x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["diffusion_steps"],
+               config["temperature"])
+    model.train()
+    return probe.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
+                        title=f"MAR ({config['cond']}, {config['tokenizer']})")
+
+
+def main(argv=None):
+    config = get_config(argv)
+    print(f"{MODEL}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    probe.report(metrics)
+
+
+if __name__ == "__main__":
+    main()

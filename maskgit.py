@@ -1,0 +1,255 @@
+"""MaskGIT: a masked transformer over discrete tokens, the categorical end of the ladder.
+
+Each image is 64 codebook ids (data.Codebook: 4x4 patches, 2048 codes). Training hides a
+random fraction of the ids behind [MASK] and asks for a categorical distribution over the
+codebook at each hidden position (cross-entropy). Sampling starts from all [MASK] and
+commits the most confident ids over a few parallel steps. The condition enters through
+adaLN-Zero, the same mechanism as in dit.py. Trained on seen compositions only.
+
+    python maskgit.py                                       # default: minutes on a laptop CPU
+    python maskgit.py --unmask random --out runs/maskgit-random
+
+Sections: config -> model -> masking -> training -> sampling -> evaluation.
+"""
+import argparse
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import data
+import probe
+
+MODEL = "maskgit"
+
+
+# -------------------------------------------------------------------------------- config
+def get_config(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
+    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
+    parser.add_argument("--unmask", default="confidence", choices=("confidence", "random"),
+                        help="which masked ids to commit at each decoding step")
+    parser.add_argument("--choice-temperature", type=float, default=4.5,
+                        help="Gumbel noise on the confidence, annealed to 0 over decoding")
+    args = parser.parse_args(argv)
+    if args.sample_steps < 1:
+        parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
+    return probe.start_run(parser, args, MODEL)
+
+
+# --------------------------------------------------------------------------------- model
+def sincos_positions(width, side):
+    """Fixed 2D sin-cos position embeddings for a side x side grid: (side*side, width)."""
+    quarter = width // 4
+    frequency = 1.0 / 10000 ** (torch.arange(quarter) / quarter)
+    y, x = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    angles = [axis.flatten()[:, None].float() * frequency for axis in (y, x)]
+    return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
+
+
+class ConditionEmbedding(nn.Module):
+    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+
+    def forward(self, values, present):
+        parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+        return torch.stack(parts).sum(0)                                    # (B, D)
+
+
+class Block(nn.Module):
+    """Transformer block with adaLN-Zero: shift, scale and gate come from the condition."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+        self.modulation = nn.Linear(width, 6 * width)
+        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
+        nn.init.zeros_(self.modulation.bias)
+
+    def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+        h = self.norm1(x) * (1 + scale1) + shift1
+        x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
+        h = self.norm2(x) * (1 + scale2) + shift2
+        return x + gate2 * self.mlp(h)
+
+
+class MaskGIT(nn.Module):
+    def __init__(self, vocab_size, width=128, depth=4, heads=4, tokens=64):
+        super().__init__()
+        self.mask_id = vocab_size                                           # an id of its own
+        self.embed = nn.Embedding(vocab_size + 1, width)
+        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.condition = ConditionEmbedding(width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.final_modulation = nn.Linear(width, 2 * width)
+        self.head = nn.Linear(width, vocab_size)
+        for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits at first
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, ids, values, present, hidden_layers=()):
+        """Logits (B, T, V) over the codebook at every position of ids (B, T), [MASK] allowed.
+
+        hidden_layers: block indices whose outputs (B, T, D) are returned as well (for JEPA).
+        """
+        c = self.condition(values, present)                                 # (B, D)
+        h = self.embed(ids) + self.positions                                # (B, T, D)
+        hidden = []
+        for index, block in enumerate(self.blocks):
+            h = block(h, c)
+            if index in hidden_layers:
+                hidden.append(h)
+        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
+        logits = self.head(self.final_norm(h) * (1 + scale) + shift)
+        return (logits, hidden) if hidden_layers else logits
+
+
+# ------------------------------------------------------------------------------ masking
+def mask_ratio(r):
+    """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
+    return torch.cos(math.pi / 2 * r)
+
+
+def random_mask(batch, tokens, generator):
+    """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
+    r = torch.rand(batch, generator=generator)
+    count = (mask_ratio(r) * tokens).ceil().clamp(min=1)                    # (B,)
+    rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
+    return rank < count[:, None]                                            # a random subset
+
+
+def masked_loss(model, ids, values, present, generator):
+    """Cross-entropy -log p(x_i | x_unmasked, c), averaged over the masked positions only."""
+    mask = random_mask(*ids.shape, generator).to(ids.device)
+    logits = model(ids.masked_fill(mask, model.mask_id), values, present)  # the answer is hidden
+    return F.cross_entropy(logits[mask].float(), ids[mask])
+
+
+# ----------------------------------------------------------------------------- training
+def train(config):
+    device = torch.device(config["device"])
+    torch.manual_seed(config["seed"])
+    generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
+    codebook = data.load_tokenizer("codebook")
+    images, _, latents = data.training_set()
+    train_ids = codebook.encode(images)                                     # (N, 64), made once
+    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
+    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    step = 0
+    if config["resume"]:
+        state = probe.load_checkpoint(config["out"], MODEL, config)
+        model.load_state_dict(state["model"])
+        ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["rng"])
+        step = state["step"]
+    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    metrics = None
+    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
+    for step in progress:
+        index = torch.randint(len(train_ids), (config["batch_size"],), generator=generator)
+        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # 200 warm-up steps
+            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            loss = masked_loss(model, train_ids[index].to(device), values.to(device), present.to(device), generator)
+        if not torch.isfinite(loss):
+            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
+                             f"is kept in {config['out']}; try a lower --lr")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        with torch.no_grad():
+            for p_ema, p in zip(ema.parameters(), model.parameters()):
+                p_ema.lerp_(p, 1 - decay)
+        progress.set_postfix(loss=f"{loss.item():.4f}")
+        if step + 1 in evaluations:
+            metrics = evaluate(ema, codebook, config, step + 1, loss.item())
+            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
+                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
+                                  rng=generator.get_state())
+    return metrics or probe.read_metrics(config["out"])[-1]
+
+
+# ----------------------------------------------------------------------------- sampling
+@torch.no_grad()
+def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5, tokens=64):
+    """Parallel decoding: start all [MASK]; at step s sample every masked id, keep the most
+    confident, and re-mask gamma((s+1)/S) T of them, so none is left after S steps."""
+    device = next(model.parameters()).device
+    ids = torch.full((len(values), tokens), model.mask_id, device=device)
+    for s in range(steps):
+        masked = ids == model.mask_id
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            logits = model(ids, values.to(device), present.to(device)).float()
+        u = torch.rand(logits.shape, generator=generator).to(device)
+        drawn = (logits - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)  # Gumbel-max: x ~ p
+        log_p = logits.log_softmax(-1).gather(-1, drawn[..., None])[..., 0]
+        if unmask == "confidence":                                          # log p + annealed noise
+            g = -torch.log(-torch.log(torch.rand(ids.shape, generator=generator).clamp(1e-20))).to(device)
+            confidence = log_p + choice_temperature * (1 - (s + 1) / steps) * g
+        else:                                                               # a random order
+            confidence = torch.rand(ids.shape, generator=generator).to(device)
+        confidence = confidence.masked_fill(~masked, math.inf)              # decoded ids stay
+        remask = int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens))
+        remask = min(remask, int(masked.sum(1).min()) - 1) if s < steps - 1 else 0
+        ids = torch.where(masked, drawn, ids)
+        if remask > 0:
+            lowest = confidence.argsort(1)[:, :remask]                      # least confident
+            ids = ids.scatter(1, lowest, model.mask_id)
+    return ids
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluate(model, codebook, config, step, loss):
+    """Sample every composition, judge the samples and write the run files."""
+    model.eval()
+    rng = np.random.default_rng(config["seed"])                             # the same requests each time
+    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
+    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
+    generator = torch.Generator().manual_seed(config["seed"] + 1)
+    ids = sample(model, values, present, config["sample_steps"], generator, config["unmask"],
+                 config["choice_temperature"])
+    model.train()
+    return probe.record(config["out"], step, loss, codebook.decode(ids.cpu()).clip(0, 1), bits,
+                        title=f"MaskGIT ({config['cond']}, {config['unmask']} unmasking)")
+
+
+def main(argv=None):
+    config = get_config(argv)
+    print(f"{MODEL}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    probe.report(metrics)
+
+
+if __name__ == "__main__":
+    main()

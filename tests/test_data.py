@@ -1,0 +1,115 @@
+import numpy as np
+import pytest
+import torch
+
+import data
+import probe
+
+
+def test_contract_codes_and_order():
+    assert data.FACTORS == ("shape", "color", "size")
+    assert data.COMPOSITIONS == ("000", "001", "010", "011", "100", "101", "110", "111")
+    assert data.SEEN == ("000", "001", "010", "100")
+    assert data.LEVEL1 == ("011", "101", "110") and data.LEVEL2 == ("111",)
+    assert data.code_to_bits("110") == (1, 1, 0) and data.bits_to_code((1, 0, 1)) == "101"
+
+
+def test_110_is_a_blue_big_triangle():
+    latents = data.sample_latents([data.code_to_bits("110")] * 20, np.random.default_rng(0))
+    image = data.render(latents)
+    fitted, bad = probe.fit_world(image)
+    assert (fitted[:, 0] == 1).all() and (bad == 0).all()                  # triangle
+    assert (image[..., 2].sum((1, 2)) > 2 * image[..., 0].sum((1, 2))).all()  # blue
+    assert (latents[:, 4] >= data.SIZE_RANGES[0, 0]).all()                    # big
+
+
+def test_same_seed_same_images_bitwise():
+    a = data.make_dataset(data.COMPOSITIONS, 20, seed=3)
+    b = data.make_dataset(data.COMPOSITIONS, 20, seed=3)
+    c = data.make_dataset(data.COMPOSITIONS, 20, seed=4)
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_images_shapes_and_ranges():
+    images, bits, latents = data.make_dataset(data.COMPOSITIONS, 10, seed=0)
+    assert images.shape == (80, 32, 32, 3) and images.dtype == np.float32
+    assert images.min() >= 0 and images.max() <= 1
+    assert bits.shape == (80, 3) and latents.shape == (80, 7)
+    assert sorted(set(map(data.bits_to_code, bits))) == list(data.COMPOSITIONS)
+
+
+def test_training_set_holds_seen_compositions_only():
+    _, bits, _ = data.training_set(200, seed=0)
+    assert {data.bits_to_code(b) for b in bits} == set(data.SEEN)
+
+
+@pytest.mark.parametrize("kind", [data.Codebook, data.PCATokenizer])
+def test_tokenizer_fit_sees_only_seen_compositions(kind, monkeypatch):
+    asked = []
+    original = data.make_dataset
+
+    def spy(codes, n_per_code, seed):
+        asked.extend(codes)
+        return original(codes, n_per_code, seed)
+
+    monkeypatch.setattr(data, "make_dataset", spy)
+    kind()
+    assert asked and set(asked) <= set(data.SEEN)
+
+
+def test_conditioning_modes():
+    latents = data.sample_latents([[1, 1, 0], [1, 1, 0], [0, 0, 1]], np.random.default_rng(0))
+    values, present = data.conditioning(latents, "continuous", train=True)
+    assert present.all() and not torch.equal(values[0], values[1])         # exact values differ
+    values, present = data.conditioning(latents, "discrete")
+    assert torch.equal(values[0, :5], values[1, :5])                       # only the class survives
+    assert not present[:, 3].any() and present[:, :3].all()                # position hidden
+    generator = torch.Generator().manual_seed(0)
+    many = np.repeat(latents, 500, 0)
+    _, present = data.conditioning(many, "dropout", drop_prob=0.3, generator=generator)
+    assert abs((~present[:, :3]).float().mean().item() - 0.3) < 0.03 and present[:, 3].all()
+    _, present = data.conditioning(many, "dropout", drop_prob=0.3, train=False)
+    assert present.all()                                                   # all factors at sampling
+    _, present = data.conditioning(many, "discrete-dropout", drop_prob=0.3, generator=generator)
+    assert (~present[:, :3]).any() and not present[:, 3].any()
+
+
+def test_patchify_round_trip_numpy_and_torch():
+    images = data.make_dataset(["000", "111"], 3, seed=0)[0]
+    for patch in (4, 8):
+        tokens = data.patchify(images, patch)
+        assert tokens.shape == (6, (32 // patch) ** 2, patch * patch * 3)
+        assert np.array_equal(data.unpatchify(tokens, patch), images)
+        t = torch.as_tensor(images)
+        assert torch.equal(data.unpatchify(data.patchify(t, patch), patch), t)
+    # the first token is the top-left patch
+    assert np.array_equal(data.patchify(images, 4)[0, 0], images[0, :4, :4].reshape(-1))
+
+
+@pytest.mark.parametrize("name", ["codebook", "pca"])
+def test_tokenizer_round_trip_keeps_every_composition(name):
+    tokenizer = data.load_tokenizer(name)
+    images, bits, _ = data.make_dataset(data.COMPOSITIONS, 100, seed=777)
+    result = probe.evaluate(tokenizer.decode(tokenizer.encode(images)), bits)
+    assert min(result["acc"].values()) >= 0.98, result["acc"]
+
+
+def test_codebook_ids_in_range_and_cache_is_the_same_tokenizer():
+    first = data.load_tokenizer("codebook")
+    again = data.load_tokenizer("codebook")                                 # from .cache
+    images = data.make_dataset(data.COMPOSITIONS, 5, seed=1)[0]
+    ids = first.encode(images)
+    assert ids.shape == (40, 64) and ids.dtype == torch.int64
+    assert 0 <= ids.min() and ids.max() < first.vocab_size
+    assert torch.equal(ids, again.encode(images))
+
+
+def test_bad_input_names_the_choices():
+    with pytest.raises(ValueError, match="'112'.*000, 001"):
+        data.code_to_bits("112")
+    with pytest.raises(ValueError, match="'fuzzy'.*continuous, discrete, dropout, discrete-dropout"):
+        data.conditioning(np.zeros((1, 7)), "fuzzy")
+    with pytest.raises(ValueError, match="'vqgan'.*codebook, pca"):
+        data.load_tokenizer("vqgan")

@@ -1,0 +1,100 @@
+"""What every generator script owes the contract, tried through its command line."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py"]
+FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8",
+        "--device", "cpu"]
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_few_step_run_writes_every_file_of_the_contract(script, tmp_path):
+    out = tmp_path / "run"
+    result = run(script, *FAST, "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(r"^seen [\d.]+ \| level-1 [\d.]+ \| level-2 [\d.]+$", result.stdout, re.M)
+    for code in ("000", "111"):
+        assert re.search(rf"^\s+{code}\s+\w+", result.stdout, re.M)
+    for name in ("config.json", "metrics.jsonl", "samples.npz", "samples.png", "curves.png", "ckpt.pt"):
+        assert (out / name).exists(), name
+    config = json.load(open(out / "config.json"))
+    assert config["device"] == "cpu" and config["steps"] == 4
+    lines = [json.loads(l) for l in open(out / "metrics.jsonl")]
+    assert [l["step"] for l in lines] == [2, 3, 4]                        # log-spaced, then the end
+    assert set(lines[-1]["acc"]) == {f"{i:03b}" for i in range(8)}
+    assert all(0 <= v <= 1 for v in lines[-1]["acc"].values())
+    samples = np.load(out / "samples.npz")
+    assert samples["images"].shape == (16, 32, 32, 3) and samples["images"].dtype == np.uint8
+    assert samples["factors"].shape == (16, 3) and samples["factors"].dtype == np.int64
+    state = torch.load(out / "ckpt.pt", weights_only=True)               # safe loading
+    for key in ("model", "ema", "optimizer", "step", "config", "rng"):
+        assert key in state
+    assert state["step"] == 4
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_resume_continues_and_matches_an_uninterrupted_run(script, tmp_path):
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    args = FAST[:]
+    args[1] = "6"
+    assert run(script, *args, "--out", str(whole)).returncode == 0
+    assert run(script, *FAST, "--out", str(split)).returncode == 0            # stop at 4
+    resumed = run(script, *args, "--out", str(split), "--resume")            # go on to 6
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
+    b = [json.loads(l) for l in open(split / "metrics.jsonl")]
+    assert [m["step"] for m in b] == [2, 3, 4, 6]
+    assert a[-1]["loss"] == pytest.approx(b[-1]["loss"], rel=1e-5)           # same data, same state
+    assert a[-1]["acc"] == b[-1]["acc"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("flags, message", [
+    (["--cond", "fuzzy"], "invalid choice: 'fuzzy'"),
+    (["--device", "tpu"], "invalid choice: 'tpu'"),
+    (["--steps", "-3"], "--steps must be a positive integer, got -3"),
+    (["--steps", "10", "--eval-every", "50"], "--eval-every 50 is larger than --steps 10"),
+    (["--cond-drop", "1.5"], "--cond-drop must be in [0, 1), got 1.5"),
+])
+def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path):
+    result = run(script, *flags, "--out", str(tmp_path / "x"))
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_an_existing_run_is_not_overwritten(script, tmp_path):
+    out = tmp_path / "run"
+    assert run(script, *FAST, "--out", str(out)).returncode == 0
+    again = run(script, *FAST, "--out", str(out))
+    assert again.returncode == 2 and "already holds a run; pass --resume" in again.stderr
+    missing = run(script, *FAST, "--out", str(tmp_path / "none"), "--resume")
+    assert missing.returncode == 2 and "no checkpoint" in missing.stderr
+
+
+def test_a_checkpoint_of_another_model_is_refused(tmp_path):
+    out = tmp_path / "run"
+    assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
+    result = run("maskgit.py", *FAST, "--out", str(out), "--resume")
+    assert result.returncode == 1 and "written by 'dit', not 'maskgit'" in result.stderr
+    result = run("dit.py", *FAST, "--out", str(out), "--resume", "--seed", "5")
+    assert result.returncode == 1 and "seed=0, this run asks 5" in result.stderr
+
+
+def test_cuda_asked_for_where_there_is_none(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has cuda")
+    result = run("dit.py", *FAST[:-2], "--device", "cuda", "--out", str(tmp_path / "x"))
+    assert result.returncode == 1 and "--device cuda is not available here" in result.stderr

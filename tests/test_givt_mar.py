@@ -1,0 +1,98 @@
+import math
+
+import numpy as np
+import torch
+
+import data
+import givt
+import mar
+
+
+def condition(n):
+    latents = data.sample_latents([[1, 1, 1]] * n, np.random.default_rng(0))
+    return data.conditioning(latents, "continuous", train=False)
+
+
+def test_gmm_log_density_matches_a_direct_computation():
+    x, mu, sigma = torch.tensor([[0.3]]), torch.tensor([[[-0.2]]]), torch.tensor([[[0.7]]])
+    direct = -0.5 * ((0.3 + 0.2) / 0.7) ** 2 - math.log(0.7) - 0.5 * math.log(2 * math.pi)
+    got = givt.log_density(x, torch.zeros(1, 1), mu, sigma)
+    assert abs(got.item() - direct) < 1e-6
+    # two equal components with weights 1/2 each give the same density
+    got2 = givt.log_density(x, torch.log(torch.tensor([[0.5, 0.5]])), mu.repeat(1, 2, 1), sigma.repeat(1, 2, 1))
+    assert abs(got2.item() - direct) < 1e-6
+
+
+def test_gmm_scales_stay_positive_and_weights_normalised():
+    torch.manual_seed(0)
+    model = givt.GIVT(48, components=4, width=64, depth=2)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=1.0)                                   # far from initialisation
+    values, present = condition(3)
+    log_weights, means, scales = model(torch.randn(3, 64, 48), torch.rand(3, 64) < 0.5, values, present)
+    assert means.shape == scales.shape == (3, 64, 4, 48) and log_weights.shape == (3, 64, 4)
+    assert (scales >= givt.SCALE_FLOOR).all()
+    assert torch.allclose(log_weights.exp().sum(-1), torch.ones(3, 64), atol=1e-5)
+
+
+def test_gmm_components_start_distinct():
+    model = givt.GIVT(48, components=4, width=64, depth=2)
+    values, present = condition(1)
+    _, means, _ = model(torch.zeros(1, 64, 48), torch.ones(1, 64, dtype=torch.bool), values, present)
+    assert (means[0, 0, 0] - means[0, 0, 1]).abs().max() > 0.1
+
+
+def overfit(loss_fn, model, steps=120, lr=2e-3):
+    x = torch.as_tensor(data.patchify(data.make_dataset(["000", "100"], 4, seed=0)[0], 4)) * 2 - 1
+    values, present = data.conditioning(data.make_dataset(["000", "100"], 4, seed=0)[2], "continuous")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        loss = loss_fn(model, x, values, present, torch.Generator().manual_seed(step % 3))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_givt_loss_falls_on_a_fixed_batch():
+    torch.manual_seed(0)
+    losses = overfit(givt.masked_loss, givt.GIVT(48, components=4, width=64, depth=2))
+    assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 1.0
+
+
+def test_mar_diffusion_loss_falls_on_a_fixed_batch():
+    torch.manual_seed(0)
+    losses = overfit(mar.masked_loss, mar.MAR(48, width=64, depth=2))
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+
+
+def test_cosine_schedule_ends():
+    assert mar.alpha_bar(torch.tensor(0.0)).item() == 1
+    assert abs(mar.alpha_bar(torch.tensor(1.0)).item() - 1e-4) < 1e-9
+    assert (mar.alpha_bar(torch.linspace(0, 1, 50)).diff() <= 0).all()
+
+
+def test_sampling_returns_finite_tokens_of_the_right_shape():
+    torch.manual_seed(0)
+    values, present = condition(3)
+    g = torch.Generator().manual_seed(0)
+    for unmask in ("confidence", "random"):
+        x = givt.sample(givt.GIVT(48, 4, width=64, depth=2), values, present, 48, 6, g, unmask)
+        assert x.shape == (3, 64, 48) and torch.isfinite(x).all()
+    x = mar.sample(mar.MAR(48, width=64, depth=2), values, present, 48, 6, g, diffusion_steps=5)
+    assert x.shape == (3, 64, 48) and torch.isfinite(x).all()
+
+
+def test_mar_denoiser_with_a_perfect_eps_lands_on_the_token():
+    """If eps_hat is exact for a single known x0, the DDPM sampler returns that x0."""
+    target = torch.rand(5, 48) * 2 - 1
+
+    class Oracle(torch.nn.Module):
+        def diffusion(self, x_t, t, z):
+            a = mar.alpha_bar(t[:1])
+            return (x_t - a.sqrt() * target) / (1 - a).sqrt()
+
+    x = mar.denoise(Oracle(), torch.zeros(5, 8), 48, 20, torch.Generator().manual_seed(0))
+    assert torch.allclose(x, target, atol=1e-4)

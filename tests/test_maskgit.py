@@ -1,0 +1,102 @@
+import math
+
+import numpy as np
+import torch
+
+import data
+import maskgit
+
+VOCAB = 64
+
+
+def small_model():
+    torch.manual_seed(0)
+    return maskgit.MaskGIT(VOCAB, width=64, depth=2, heads=4)
+
+
+def condition(n):
+    latents = data.sample_latents([[1, 0, 1]] * n, np.random.default_rng(0))
+    return data.conditioning(latents, "continuous", train=False)
+
+
+def test_mask_schedule_ends():
+    assert maskgit.mask_ratio(torch.tensor(0.0)) == 1
+    assert abs(maskgit.mask_ratio(torch.tensor(1.0))) < 1e-6
+    r = torch.linspace(0, 1, 11)
+    assert (maskgit.mask_ratio(r).diff() < 0).all()                        # always decreasing
+
+
+def test_random_mask_counts():
+    mask = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0))
+    counts = mask.sum(1)
+    assert counts.min() >= 1 and counts.max() <= 64
+    # E[cos(pi r / 2)] = 2 / pi of the tokens are hidden on average
+    assert abs(counts.float().mean().item() / 64 - 2 / math.pi) < 0.03
+
+
+def test_initial_loss_is_log_vocabulary_size():
+    model = small_model()
+    ids = torch.randint(VOCAB, (16, 64))
+    values, present = condition(16)
+    loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(0))
+    assert abs(loss.item() - math.log(VOCAB)) < 1e-4
+
+
+def test_no_leakage_of_masked_answers():
+    """The logits must not change when only the hidden ids change."""
+    model = small_model()
+    for p in model.parameters():                                            # leave the zero init
+        torch.nn.init.normal_(p, std=0.05)
+    ids = torch.randint(VOCAB, (4, 64))
+    mask = maskgit.random_mask(4, 64, torch.Generator().manual_seed(1))
+    other = torch.where(mask, (ids + 1) % VOCAB, ids)
+    values, present = condition(4)
+    a = model(ids.masked_fill(mask, model.mask_id), values, present)
+    b = model(other.masked_fill(mask, model.mask_id), values, present)
+    assert torch.equal(a, b)
+
+
+def test_loss_falls_when_overfitting_one_batch():
+    model = small_model()
+    ids = torch.randint(VOCAB, (8, 64), generator=torch.Generator().manual_seed(0))
+    values, present = condition(8)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for step in range(150):
+        loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(step))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+
+
+def test_decoding_leaves_no_mask_and_keeps_decoded_ids():
+    model = small_model()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    seen = []
+    forward = model.forward
+    model.forward = lambda ids, *a, **k: (seen.append(ids.clone()), forward(ids, *a, **k))[1]
+    values, present = condition(5)
+    for unmask in ("confidence", "random"):
+        seen.clear()
+        ids = maskgit.sample(model, values, present, 8, torch.Generator().manual_seed(0), unmask)
+        assert len(seen) == 8 and (seen[0] == model.mask_id).all()
+        assert not (ids == model.mask_id).any() and ids.max() < VOCAB
+        steps = seen + [ids]
+        for before, after in zip(steps[:-1], steps[1:]):
+            decoded = before != model.mask_id
+            assert torch.equal(after[decoded], before[decoded])             # committed ids stay
+            assert (decoded.sum(1) < (after != model.mask_id).sum(1)).all()  # progress each step
+
+
+def test_hidden_layers_do_not_change_the_logits():
+    model = small_model()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.05)
+    ids = torch.randint(VOCAB, (2, 64))
+    values, present = condition(2)
+    logits, hidden = model(ids, values, present, hidden_layers=(0, 1))
+    assert torch.equal(logits, model(ids, values, present)) and len(hidden) == 2
+    assert hidden[0].shape == (2, 64, 64)
