@@ -268,10 +268,15 @@ def load_tokenizer(name, **settings):
         tokenizer.__dict__.update(torch.load(path, weights_only=True))
         return tokenizer
     tokenizer = kinds[name](**settings)
-    os.makedirs(CACHE_DIR, exist_ok=True)
-    torch.save(tokenizer.__dict__, path + ".tmp")
-    os.replace(path + ".tmp", path)
+    save_atomic(tokenizer.__dict__, path)
     return tokenizer
+
+
+def save_atomic(state, path):
+    """torch.save to a temporary file, then rename: an interruption never leaves half a file."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
 
 
 def cache_path(kind, settings=()):

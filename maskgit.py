@@ -27,9 +27,9 @@ MODEL = "maskgit"
 
 
 # -------------------------------------------------------------------------------- config
-def get_config(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+def get_config(argv=None, model=MODEL, more_arguments=None, description=__doc__):
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=model)
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)
@@ -38,10 +38,12 @@ def get_config(argv=None):
                         help="which masked ids to commit at each decoding step")
     parser.add_argument("--choice-temperature", type=float, default=4.5,
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
+    if more_arguments:                                                      # jepa_maskgit.py's flags
+        more_arguments(parser)
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
-    return probe.start_run(parser, args, MODEL)
+    return probe.start_run(parser, args, model)
 
 
 # --------------------------------------------------------------------------------- model
@@ -237,7 +239,7 @@ def evaluate(model, codebook, config, step, loss):
                  config["choice_temperature"])
     model.train()
     return probe.record(config["out"], step, loss, codebook.decode(ids.cpu()).clip(0, 1), bits,
-                        title=f"MaskGIT ({config['cond']}, {config['unmask']} unmasking)")
+                        title=f"{config['model']} ({config['cond']}, {config['unmask']} unmasking)")
 
 
 def main(argv=None):

@@ -121,9 +121,7 @@ def load_probe():
         probe.load_state_dict(torch.load(path, weights_only=True))
         return probe
     probe = train_probe()
-    os.makedirs(data.CACHE_DIR, exist_ok=True)
-    torch.save(probe.state_dict(), path + ".tmp")
-    os.replace(path + ".tmp", path)
+    data.save_atomic(probe.state_dict(), path)
     return probe
 
 
@@ -344,10 +342,8 @@ def record(out, step, loss, images, factors, title):
 
 
 def save_checkpoint(out, **state):
-    """Atomic: write a temporary file, then rename it over ckpt.pt."""
-    path = os.path.join(out, "ckpt.pt")
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
+    """ckpt.pt, written atomically."""
+    data.save_atomic(state, os.path.join(out, "ckpt.pt"))
 
 
 def load_checkpoint(out, model, config):

@@ -4,13 +4,14 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py"]
+SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py"]
 FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8",
         "--device", "cpu"]
 
@@ -98,3 +99,26 @@ def test_cuda_asked_for_where_there_is_none(tmp_path):
         pytest.skip("this machine has cuda")
     result = run("dit.py", *FAST[:-2], "--device", "cuda", "--out", str(tmp_path / "x"))
     assert result.returncode == 1 and "--device cuda is not available here" in result.stderr
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path):
+    """SIGKILL a real run once it has checkpointed, resume it, compare with an unbroken run."""
+    args = FAST[:]
+    args[1] = "40"                                                          # evaluations 2, 3, 4, ... 40
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    assert run(script, *args, "--out", str(whole)).returncode == 0
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, script), *args, "--out", str(broken)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    resumed = run(script, *args, "--out", str(broken), "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
+    b = [json.loads(l) for l in open(broken / "metrics.jsonl")]
+    assert [m["step"] for m in a] == [m["step"] for m in b]
+    for x, y in zip(a, b):
+        assert x["loss"] == pytest.approx(y["loss"], rel=1e-5) and x["acc"] == y["acc"]

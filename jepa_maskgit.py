@@ -1,0 +1,156 @@
+"""JEPA-MaskGIT: maskgit.py plus a continuous latent-prediction loss on its hidden layers.
+
+The intervention of the study, and nothing else: MaskGIT keeps its categorical loss over
+codebook ids, and gains a second, continuous objective. The model (the "context" model)
+sees the masked ids, as in MaskGIT. A target model, an EMA copy of it, sees the full ids
+under stop-gradient. At the chosen layers, a small predictor maps the context model's
+hidden state at each masked position to the target's hidden state there (layer-normed),
+scored by mean squared error:
+
+    loss = cross-entropy(masked ids) + lambda * mean_l || predictor_l(h_l) - LN(sg(h_l_target)) ||^2
+
+Model, tokenizer, masking, sampler and evaluation are imported from maskgit.py.
+
+    python jepa_maskgit.py                                  # default: minutes on a laptop CPU
+    python jepa_maskgit.py --jepa-layers 1,3 --jepa-weight 0.3 --out runs/jepa-13-03
+
+Sections: config -> model (the predictor) -> the JEPA loss -> training; sampling and
+evaluation are maskgit.py's.
+"""
+import argparse
+import copy
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import data
+import maskgit
+import probe
+from maskgit import MaskGIT, random_mask
+
+MODEL = "jepa_maskgit"
+
+
+# -------------------------------------------------------------------------------- config
+def layer_list(text):
+    try:
+        layers = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of block indices such as 2,3, got {text!r}")
+    return layers
+
+
+def jepa_arguments(parser):
+    parser.add_argument("--jepa-layers", type=layer_list, default=[2, 3],
+                        help="blocks (0-based) whose outputs are predicted; default: the upper half")
+    parser.add_argument("--jepa-weight", type=float, default=0.6, help="lambda, the JEPA loss weight")
+    parser.add_argument("--jepa-momentum", type=float, default=0.996,
+                        help="target EMA momentum at the start; it rises linearly to 1 at the last step")
+
+
+def get_config(argv=None):
+    config = maskgit.get_config(argv, MODEL, jepa_arguments, __doc__)
+    bad = [layer for layer in config["jepa_layers"] if not 0 <= layer < config["depth"]]
+    if bad or config["jepa_weight"] < 0 or not 0 <= config["jepa_momentum"] <= 1:
+        raise SystemExit(f"error: --jepa-layers must lie in 0..{config['depth'] - 1} (got {config['jepa_layers']}), "
+                         f"--jepa-weight >= 0 (got {config['jepa_weight']}), --jepa-momentum in [0, 1] "
+                         f"(got {config['jepa_momentum']})")
+    return config
+
+
+# --------------------------------------------------------------------------------- model
+def make_predictors(width, layers):
+    """One lightweight MLP per chosen layer."""
+    return nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Linear(width, width))
+                         for _ in layers)
+
+
+# ------------------------------------------------------------------------------ JEPA loss
+def jepa_losses(model, target, predictors, ids, values, present, generator, layers):
+    """(cross-entropy, JEPA loss) on one batch; the mask is drawn exactly as maskgit.py draws it."""
+    mask = random_mask(*ids.shape, generator).to(ids.device)
+    logits, context = model(ids.masked_fill(mask, model.mask_id), values, present, hidden_layers=layers)
+    cross_entropy = F.cross_entropy(logits[mask].float(), ids[mask])
+    with torch.no_grad():                                                   # stop-gradient
+        _, targets = target(ids, values, present, hidden_layers=layers)     # the full input
+    jepa = sum(F.mse_loss(predictor(h[mask]).float(), F.layer_norm(t[mask].float(), t.shape[-1:]))
+               for predictor, h, t in zip(predictors, context, targets)) / len(layers)
+    return cross_entropy, jepa
+
+
+# ----------------------------------------------------------------------------- training
+def train(config):
+    device = torch.device(config["device"])
+    torch.manual_seed(config["seed"])
+    generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
+    codebook = data.load_tokenizer("codebook")
+    images, _, latents = data.training_set()
+    train_ids = codebook.encode(images)                                     # (N, 64), made once
+    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
+    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    target = copy.deepcopy(ema)                                             # the JEPA target encoder
+    predictors = make_predictors(config["width"], config["jepa_layers"]).to(device)
+    parameters = list(model.parameters()) + list(predictors.parameters())
+    optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    step = 0
+    if config["resume"]:
+        state = probe.load_checkpoint(config["out"], MODEL, config)
+        for module, key in ((model, "model"), (ema, "ema"), (target, "target"), (predictors, "predictors"),
+                            (optimizer, "optimizer")):
+            module.load_state_dict(state[key])
+        generator.set_state(state["rng"])
+        step = state["step"]
+    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    metrics = None
+    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
+    for step in progress:
+        index = torch.randint(len(train_ids), (config["batch_size"],), generator=generator)
+        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # 200 warm-up steps
+            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            cross_entropy, jepa = jepa_losses(model, target, predictors, train_ids[index].to(device), values.to(device),
+                                              present.to(device), generator, config["jepa_layers"])
+        loss = cross_entropy + config["jepa_weight"] * jepa
+        if not torch.isfinite(loss):
+            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
+                             f"is kept in {config['out']}; try a lower --lr")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        optimizer.step()
+        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        momentum = config["jepa_momentum"] + (1 - config["jepa_momentum"]) * step / config["steps"]
+        with torch.no_grad():
+            for p_ema, p_target, p in zip(ema.parameters(), target.parameters(), model.parameters()):
+                p_ema.lerp_(p, 1 - decay)
+                p_target.lerp_(p, 1 - momentum)                             # the target's only update
+        progress.set_postfix(loss=f"{cross_entropy.item():.4f}", jepa=f"{jepa.item():.4f}")
+        if step + 1 in evaluations:
+            metrics = maskgit.evaluate(ema, codebook, config, step + 1, loss.item())
+            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
+                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+                                  target=target.state_dict(), predictors=predictors.state_dict(),
+                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
+                                  rng=generator.get_state())
+    return metrics or probe.read_metrics(config["out"])[-1]
+
+
+def main(argv=None):
+    config = get_config(argv)
+    print(f"{MODEL}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    probe.report(metrics)
+
+
+if __name__ == "__main__":
+    main()
