@@ -116,9 +116,7 @@ def train(config):
             cross_entropy, jepa = jepa_losses(model, target, predictors, train_ids[index].to(device), values.to(device),
                                               present.to(device), generator, config["jepa_layers"])
         loss = cross_entropy + config["jepa_weight"] * jepa
-        if not torch.isfinite(loss):
-            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
-                             f"is kept in {config['out']}; try a lower --lr")
+        probe.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)

@@ -253,9 +253,7 @@ def train(config):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             loss = masked_loss(model, train_tokens[index].to(device), values.to(device), present.to(device), generator,
                                config["draws"])
-        if not torch.isfinite(loss):
-            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
-                             f"is kept in {config['out']}; try a lower --lr")
+        probe.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -176,9 +176,7 @@ def train(config):
             group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             loss = masked_loss(model, train_ids[index].to(device), values.to(device), present.to(device), generator)
-        if not torch.isfinite(loss):
-            raise SystemExit(f"error: loss is {loss.item()} at step {step + 1}; the last good checkpoint "
-                             f"is kept in {config['out']}; try a lower --lr")
+        probe.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -341,6 +341,14 @@ def record(out, step, loss, images, factors, title):
     return metrics
 
 
+def check_finite(loss, step, out):
+    """Stop at once on a non-finite loss, saying where the last good checkpoint is."""
+    if not torch.isfinite(loss):
+        kept = os.path.exists(os.path.join(out, "ckpt.pt"))
+        where = f"the last good checkpoint is kept in {out}" if kept else "no checkpoint was written yet"
+        raise SystemExit(f"error: loss is {loss.item()} at step {step}; {where}; try a lower --lr")
+
+
 def save_checkpoint(out, **state):
     """ckpt.pt, written atomically."""
     data.save_atomic(state, os.path.join(out, "ckpt.pt"))

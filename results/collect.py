@@ -15,8 +15,8 @@ import probe  # noqa: E402
 
 
 def main(folders):
-    rows = ["| run | command flags | steps | seen | level-1 | level-2 | malformed | "
-            + " | ".join(data.COMPOSITIONS) + " |", "|" + "---|" * (15)]
+    rows = ["| run | command flags | steps | seen | level-1 | level-2 | malformed | 1-NN | "
+            + " | ".join(data.COMPOSITIONS) + " |", "|" + "---|" * 16]
     for folder in folders:
         metrics = probe.read_metrics(folder)
         if not metrics:
@@ -28,6 +28,7 @@ def main(folders):
                          if k in ("cond", "unmask", "tokenizer", "jepa_weight", "jepa_layers", "steps"))
         rows.append(f"| {name} | `{config['model']}.py` {flags} | {last['step']} | {100 * last['seen']:.1f} | "
                     f"{100 * last['level1']:.1f} | {100 * last['level2']:.1f} | {100 * last['malformed']:.1f} | "
+                    f"{100 * last['retrieval_1nn']:.1f} | "
                     + " | ".join(f"{100 * last['acc'][c]:.0f}" for c in data.COMPOSITIONS) + " |")
         for picture in ("samples.png", "curves.png"):
             shutil.copy(os.path.join(folder, picture), os.path.join(HERE, f"{name}-{picture}"))

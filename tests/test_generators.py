@@ -122,3 +122,10 @@ def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path):
     assert [m["step"] for m in a] == [m["step"] for m in b]
     for x, y in zip(a, b):
         assert x["loss"] == pytest.approx(y["loss"], rel=1e-5) and x["acc"] == y["acc"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
+    result = run(script, *FAST[:1], "40", *FAST[2:], "--lr", "1e30", "--out", str(tmp_path / "x"))
+    assert result.returncode == 1
+    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", result.stderr), result.stderr[-500:]
