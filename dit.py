@@ -162,7 +162,7 @@ def train(config):
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, t, eps, dropout
     tokens = Tokens(config["tokenizer"])
-    images, _, latents = data.training_set()
+    images, _, latents = data.training_set(config["train_per_comp"])
     train_tokens = tokens.encode(images).float()                            # (N, 64, C), made once
     model = DiT(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
     ema = DiT(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)

@@ -193,7 +193,7 @@ def train(config):
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
     tokens = Tokens(config["tokenizer"])
-    images, _, latents = data.training_set()
+    images, _, latents = data.training_set(config["train_per_comp"])
     train_tokens = tokens.encode(images).float()                            # (N, 64, C), made once
     model = GIVT(tokens.dim, config["components"], config["width"], config["depth"], config["heads"]).to(device)
     ema = GIVT(tokens.dim, config["components"], config["width"], config["depth"], config["heads"]).to(device)

@@ -86,7 +86,7 @@ def train(config):
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
     codebook = data.load_tokenizer("codebook")
-    images, _, latents = data.training_set()
+    images, _, latents = data.training_set(config["train_per_comp"])
     train_ids = codebook.encode(images)                                     # (N, 64), made once
     model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
     ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)

@@ -283,13 +283,14 @@ def add_common_arguments(parser, steps, eval_every, model):
     parser.add_argument("--eval-every", type=int, default=eval_every,
                         help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
     parser.add_argument("--samples-per-comp", type=int, default=32)
+    parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
     parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
 
 
 def start_run(parser, args, model):
     """Validate flags, pick the device, guard the run folder, write config.json."""
-    for name in ("steps", "batch_size", "eval_every", "samples_per_comp"):
+    for name in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if args.eval_every > args.steps:

@@ -11,7 +11,8 @@ import jepa_maskgit
 import maskgit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8", "--device", "cpu"]
+FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8", "--device", "cpu",
+        "--train-per-comp", "100"]
 
 
 def run(script, *args):
