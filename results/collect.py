@@ -24,7 +24,8 @@ def main(folders):
         config = json.load(open(os.path.join(folder, "config.json")))
         name = os.path.basename(os.path.normpath(folder))
         last = metrics[-1]
-        flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(config.items())
+        flags = " ".join(f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
+                         for k, v in sorted(config.items())
                          if k in ("cond", "unmask", "tokenizer", "jepa_weight", "jepa_layers", "steps"))
         rows.append(f"| {name} | `{config['model']}.py` {flags} | {last['step']} | {100 * last['seen']:.1f} | "
                     f"{100 * last['level1']:.1f} | {100 * last['level2']:.1f} | {100 * last['malformed']:.1f} | "
