@@ -171,7 +171,7 @@ def train(config):
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
     step = 0
     if config["resume"]:
-        state = probe.load_checkpoint(config["out"], MODEL, config)
+        state = probe.load_checkpoint(config["out"])
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])

@@ -50,14 +50,18 @@ def jepa_arguments(parser):
                         help="target EMA momentum at the start; it rises linearly to 1 at the last step")
 
 
+def jepa_checks(parser, args):
+    bad = [layer for layer in args.jepa_layers if not 0 <= layer < args.depth]
+    if bad:
+        parser.error(f"--jepa-layers: block {bad[0]} does not exist; blocks are 0..{args.depth - 1}")
+    if args.jepa_weight < 0:
+        parser.error(f"--jepa-weight must be >= 0, got {args.jepa_weight}")
+    if not 0 <= args.jepa_momentum <= 1:
+        parser.error(f"--jepa-momentum must be in [0, 1], got {args.jepa_momentum}")
+
+
 def get_config(argv=None):
-    config = maskgit.get_config(argv, MODEL, jepa_arguments, __doc__)
-    bad = [layer for layer in config["jepa_layers"] if not 0 <= layer < config["depth"]]
-    if bad or config["jepa_weight"] < 0 or not 0 <= config["jepa_momentum"] <= 1:
-        raise SystemExit(f"error: --jepa-layers must lie in 0..{config['depth'] - 1} (got {config['jepa_layers']}), "
-                         f"--jepa-weight >= 0 (got {config['jepa_weight']}), --jepa-momentum in [0, 1] "
-                         f"(got {config['jepa_momentum']})")
-    return config
+    return maskgit.get_config(argv, MODEL, jepa_arguments, jepa_checks, __doc__)
 
 
 # --------------------------------------------------------------------------------- model
@@ -98,7 +102,7 @@ def train(config):
     optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
     step = 0
     if config["resume"]:
-        state = probe.load_checkpoint(config["out"], MODEL, config)
+        state = probe.load_checkpoint(config["out"])
         for module, key in ((model, "model"), (ema, "ema"), (target, "target"), (predictors, "predictors"),
                             (optimizer, "optimizer")):
             module.load_state_dict(state[key])

@@ -27,7 +27,7 @@ MODEL = "maskgit"
 
 
 # -------------------------------------------------------------------------------- config
-def get_config(argv=None, model=MODEL, more_arguments=None, description=__doc__):
+def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     probe.add_common_arguments(parser, steps=2000, eval_every=250, model=model)
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
@@ -43,6 +43,8 @@ def get_config(argv=None, model=MODEL, more_arguments=None, description=__doc__)
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
+    if more_checks:                                                         # ... and their checks
+        more_checks(parser, args)
     return probe.start_run(parser, args, model)
 
 
@@ -160,7 +162,7 @@ def train(config):
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
     step = 0
     if config["resume"]:
-        state = probe.load_checkpoint(config["out"], MODEL, config)
+        state = probe.load_checkpoint(config["out"])
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])

@@ -305,8 +305,10 @@ def start_run(parser, args, model):
         parser.error(f"--resume: no checkpoint at {checkpoint}")
     if not args.resume and os.path.exists(os.path.join(args.out, "metrics.jsonl")):
         parser.error(f"{args.out} already holds a run; pass --resume to continue it, or --out NEW_FOLDER")
-    os.makedirs(args.out, exist_ok=True)
     config = dict(vars(args), model=model)
+    if args.resume:                                      # refuse before config.json is touched
+        check_resumable(args.out, model, config)
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     return config
@@ -355,16 +357,20 @@ def save_checkpoint(out, **state):
     data.save_atomic(state, os.path.join(out, "ckpt.pt"))
 
 
-def load_checkpoint(out, model, config):
-    """ckpt.pt of this model and a compatible configuration, else a clear refusal."""
-    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
-    saved = state.get("config", {})
+def check_resumable(out, model, config):
+    """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
+    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True).get("config", {})
     if saved.get("model") != model:
         raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
     for key in [k for k in saved if k not in ("device", "resume", "out", "steps") and k in config]:
         if saved[key] != config[key]:
             raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks {config[key]!r}; "
                              f"use the same settings to resume, or a new --out")
+
+
+def load_checkpoint(out):
+    """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed."""
+    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
     kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
     with open(os.path.join(out, "metrics.jsonl"), "w") as f:
         f.writelines(json.dumps(m) + "\n" for m in kept)

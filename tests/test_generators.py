@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +53,9 @@ def test_resume_continues_and_matches_an_uninterrupted_run(script, tmp_path):
     args = FAST[:]
     args[1] = "6"
     assert run(script, *args, "--out", str(whole)).returncode == 0
+    assert run(script, *args, "--out", str(tmp_path / "again")).returncode == 0
+    same = (whole / "metrics.jsonl").read_text() == (tmp_path / "again" / "metrics.jsonl").read_text()
+    assert same, "the same seed and settings must give identical metrics on CPU"
     assert run(script, *FAST, "--out", str(split)).returncode == 0            # stop at 4
     resumed = run(script, *args, "--out", str(split), "--resume")            # go on to 6
     assert resumed.returncode == 0, resumed.stderr[-2000:]
@@ -88,10 +92,25 @@ def test_an_existing_run_is_not_overwritten(script, tmp_path):
 def test_a_checkpoint_of_another_model_is_refused(tmp_path):
     out = tmp_path / "run"
     assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
+    config = (out / "config.json").read_text()
     result = run("maskgit.py", *FAST, "--out", str(out), "--resume")
     assert result.returncode == 1 and "written by 'dit', not 'maskgit'" in result.stderr
     result = run("dit.py", *FAST, "--out", str(out), "--resume", "--seed", "5")
     assert result.returncode == 1 and "seed=0, this run asks 5" in result.stderr
+    assert (out / "config.json").read_text() == config                   # a refusal leaves the run as it was
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path):
+    out = tmp_path / "run"
+    args = FAST[:1] + ["100000"] + FAST[2:]
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "dit.py"), *args, "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while not (out / "ckpt.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1 and f"continue with --resume --out {out}" in stderr, stderr[-500:]
 
 
 def test_cuda_asked_for_where_there_is_none(tmp_path):

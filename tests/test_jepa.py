@@ -91,6 +91,11 @@ def test_target_changes_only_by_the_ema_rule(tmp_path):
 
 def test_bad_jepa_flags(tmp_path):
     result = run("jepa_maskgit.py", "--jepa-layers", "2,9", "--out", str(tmp_path / "x"))
-    assert result.returncode == 1 and "--jepa-layers must lie in 0..3" in result.stderr
+    assert result.returncode == 2 and "block 9 does not exist; blocks are 0..3" in result.stderr
+    assert not (tmp_path / "x").exists()                                 # checked before the folder is made
+    for flag, value, message in (("--jepa-weight", "-1", "must be >= 0, got -1.0"),
+                                 ("--jepa-momentum", "1.5", "must be in [0, 1], got 1.5")):
+        result = run("jepa_maskgit.py", flag, value, "--out", str(tmp_path / "x"))
+        assert result.returncode == 2 and f"{flag} {message}" in result.stderr
     result = run("jepa_maskgit.py", "--jepa-layers", "two", "--out", str(tmp_path / "x"))
     assert result.returncode == 2 and "comma list of block indices" in result.stderr
