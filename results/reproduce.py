@@ -317,6 +317,12 @@ def report(runs_dir, out_dir, budget, budget_name):
                     f"7. The time course: {budget['long_steps']} steps, seed 0")
         index += [f"## 7. The time course ({budget['long_steps']} steps, seed 0)", "", "![time course](time-course.png)",
                   "", *rows, "", line, ""]
+    walls = [float(x) for root, _, files in os.walk(runs_dir) if "wall_seconds.txt" in files
+             for x in open(os.path.join(root, "wall_seconds.txt")).read().split()]
+    devices = sorted({json.load(open(os.path.join(root, "config.json")))["device"]
+                      for root, _, files in os.walk(runs_dir) if "config.json" in files})
+    index.insert(3, f"\nRun time: {sum(walls) / 60:.1f} min of wall time summed over {len(walls)} launches "
+                    f"(runs at once share the machine), on {', '.join(devices)}.\n")
     with open(os.path.join(out_dir, "README.md"), "w") as f:
         f.write("\n".join(index))
     return index
