@@ -80,7 +80,7 @@ def finished(folder, steps):
 
 def execute(job, slot, workers, gpus):
     """Run (or resume) one job in a subprocess; its output goes to log.txt in its folder."""
-    name, seed, folder, steps, argv = job
+    folder, steps, argv = job
     if finished(folder, steps):
         return 0, 0.0
     if os.path.exists(os.path.join(folder, "ckpt.pt")):
@@ -117,7 +117,7 @@ def run_all(jobs, workers, gpus, label):
                 return
             code, seconds = execute(job, slot, workers, gpus)
             with lock:
-                where = os.path.relpath(job[2], ROOT)
+                where = os.path.relpath(job[0], ROOT)
                 if code:
                     failed.append(where)
                     tqdm.write(f"FAILED {where} (exit {code}); see {where}/log.txt")
@@ -291,7 +291,8 @@ def report(runs_dir, out_dir, budget, budget_name):
     seeds = budget["seeds"]
     experiments = [
         ("ladder", "1. The ladder (Figure 3, Table 4)", LADDER),
-        ("conditioning", "2. Conditioning, DiT (Figure 4)", ["dit", "dit-dropout", "dit-discrete", "dit-discrete-dropout"]),
+        ("conditioning", "2. Conditioning, DiT (Figure 4)",
+         ["dit", "dit-dropout", "dit-discrete", "dit-discrete-dropout"]),
         ("jepa", "3. The intervention: JEPA-MaskGIT (Figure 6)", ["maskgit", "jepa_maskgit"]),
         ("order", "4. MaskGIT's unmasking order (Table 3)", ["maskgit", "maskgit-random"]),
         ("tokenizer", "5. The tokenizer, DiT and MAR (Figures 2 and 7)",
@@ -315,7 +316,8 @@ def report(runs_dir, out_dir, budget, budget_name):
         rows, line = time_course(runs_dir)
         draw_curves(os.path.join(out_dir, "time-course.png"), os.path.join(runs_dir, "long"), LADDER, [0],
                     f"7. The time course: {budget['long_steps']} steps, seed 0")
-        index += [f"## 7. The time course ({budget['long_steps']} steps, seed 0)", "", "![time course](time-course.png)",
+        index += [f"## 7. The time course ({budget['long_steps']} steps, seed 0)", "",
+                  "![time course](time-course.png)",
                   "", *rows, "", line, ""]
     walls = [float(x) for root, _, files in os.walk(runs_dir) if "wall_seconds.txt" in files
              for x in open(os.path.join(root, "wall_seconds.txt")).read().split()]
@@ -349,9 +351,12 @@ def main(argv=None):
     out_dir = args.results or os.path.join(HERE, args.budget)
     failed, start = [], time.time()
     if not args.report_only:
-        jobs = [(name, seed, os.path.join(runs_dir, name, f"seed{seed}"), budget["steps"], None)
-                for seed in budget["seeds"] for name in RUNS]
-        jobs = [(n, s, f, steps, command(n, s, budget, f, steps, args.device)) for n, s, f, steps, _ in jobs]
+        jobs = []
+        for seed in budget["seeds"]:
+            for name in RUNS:
+                folder = os.path.join(runs_dir, name, f"seed{seed}")
+                argv = command(name, seed, budget, folder, budget["steps"], args.device)
+                jobs.append((folder, budget["steps"], argv))
         failed += run_all(jobs, workers, gpus, f"{args.budget} runs")
         long_jobs = []                                      # the time course continues seed 0 of the ladder
         for name in LADDER:
@@ -359,7 +364,7 @@ def main(argv=None):
             if finished(short, budget["steps"]) and not os.path.exists(long):
                 shutil.copytree(short, long, ignore=shutil.ignore_patterns("wall_seconds.txt"))
             if os.path.exists(long):
-                long_jobs.append((name, 0, long, budget["long_steps"],
+                long_jobs.append((long, budget["long_steps"],
                                   command(name, 0, budget, long, budget["long_steps"], args.device)))
         failed += run_all(long_jobs, workers, gpus, "time course")
     index = report(runs_dir, out_dir, budget, args.budget)
