@@ -148,3 +148,15 @@ def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
     result = run(script, *FAST[:1], "40", *FAST[2:], "--lr", "1e38", "--out", str(tmp_path / "x"))
     assert result.returncode == 1
     assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", result.stderr), result.stderr[-500:]
+
+
+def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path):
+    """A kill mid-write leaves only ckpt.pt.tmp behind (write, then rename); resume ignores and replaces it."""
+    out = tmp_path / "run"
+    assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
+    (out / "ckpt.pt.tmp").write_bytes((out / "ckpt.pt").read_bytes()[:1000])  # half a file
+    resumed = run("dit.py", *FAST[:1], "6", *FAST[2:], "--out", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-1000:]
+    assert [json.loads(l)["step"] for l in open(out / "metrics.jsonl")] == [2, 3, 4, 6]
+    assert not (out / "ckpt.pt.tmp").exists()
+    assert torch.load(out / "ckpt.pt", weights_only=True)["step"] == 6
