@@ -144,14 +144,7 @@ def train(config):
 
 
 def main(argv=None):
-    config = get_config(argv)
-    print(f"{MODEL}: device {config['device']}, run folder {config['out']}")
-    try:
-        metrics = train(config)
-    except KeyboardInterrupt:
-        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
-                         f"continue with --resume --out {config['out']}")
-    probe.report(metrics)
+    probe.run(MODEL, get_config(argv), train)
 
 
 if __name__ == "__main__":

@@ -377,6 +377,17 @@ def load_checkpoint(out):
     return state
 
 
+def run(model, config, train):
+    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
+    print(f"{model}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    report(metrics)
+
+
 def report(metrics):
     """The per-composition table and the closing line of the contract."""
     print(f"{'code':>5}  {'composition':<20} {'split':<7} {'accuracy':>8}")

@@ -148,8 +148,8 @@ def mean_std(values):
 
 def finals(runs_dir, name, seeds):
     """The last evaluation of each finished seed of one run."""
-    return [probe.read_metrics(os.path.join(runs_dir, name, f"seed{s}"))[-1] for s in seeds
-            if probe.read_metrics(os.path.join(runs_dir, name, f"seed{s}"))]
+    histories = [probe.read_metrics(os.path.join(runs_dir, name, f"seed{s}")) for s in seeds]
+    return [history[-1] for history in histories if history]
 
 
 def table(runs_dir, names, seeds, budget, columns=("seen", "level1", "level2", "malformed", "retrieval_1nn"),
