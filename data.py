@@ -268,15 +268,17 @@ def load_tokenizer(name, **settings):
         tokenizer.__dict__.update(torch.load(path, weights_only=True))
         return tokenizer
     tokenizer = kinds[name](**settings)
-    save_atomic(tokenizer.__dict__, path)
+    save_atomic(tokenizer.__dict__, path, shared=True)
     return tokenizer
 
 
-def save_atomic(state, path):
-    """torch.save to a temporary file, then rename: an interruption never leaves half a file."""
+def save_atomic(state, path, shared=False):
+    """torch.save to a temporary file, then rename: an interruption never leaves half a file.
+    shared: runs started together may write this file at once (the cache), so each its own temporary."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
+    temporary = f"{path}.{os.getpid()}.tmp" if shared else path + ".tmp"
+    torch.save(state, temporary)
+    os.replace(temporary, path)
 
 
 def cache_path(kind, settings=()):

@@ -121,7 +121,7 @@ def load_probe():
         probe.load_state_dict(torch.load(path, weights_only=True))
         return probe
     probe = train_probe()
-    data.save_atomic(probe.state_dict(), path)
+    data.save_atomic(probe.state_dict(), path, shared=True)
     return probe
 
 

@@ -9,9 +9,9 @@ command skips finished runs and resumes interrupted ones; --report-only redraws 
 tables from what has finished. Figures and tables go to results/<budget>/ (index: README.md there).
 """
 import argparse
+import collections
 import json
 import os
-import queue
 import shutil
 import subprocess
 import sys
@@ -73,6 +73,12 @@ def command(name, seed, budget, folder, steps, device):
             "--device", device, "--out", folder, *flags]
 
 
+def job(runs_dir, name, seed, budget, steps, device, folder=None):
+    """(folder, steps, command line, run name, seed) of one run."""
+    folder = folder or os.path.join(runs_dir, name, f"seed{seed}")
+    return folder, steps, command(name, seed, budget, folder, steps, device), name, seed
+
+
 def finished(folder, steps):
     metrics = probe.read_metrics(folder)
     return bool(metrics) and metrics[-1]["step"] == steps
@@ -80,7 +86,7 @@ def finished(folder, steps):
 
 def execute(job, slot, workers, gpus):
     """Run (or resume) one job in a subprocess; its output goes to log.txt in its folder."""
-    folder, steps, argv = job
+    folder, steps, argv = job[:3]
     if finished(folder, steps):
         return 0, 0.0
     if os.path.exists(os.path.join(folder, "ckpt.pt")):
@@ -90,8 +96,8 @@ def execute(job, slot, workers, gpus):
     os.makedirs(folder, exist_ok=True)
     environment = dict(os.environ)
     if gpus:
-        environment["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)   # one run per GPU
-    elif workers > 1:
+        environment["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)   # runs spread over the GPUs
+    if workers > 1:                                              # runs share the CPU cores
         environment["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     start = time.time()
     with open(os.path.join(folder, "log.txt"), "a") as log:
@@ -102,34 +108,47 @@ def execute(job, slot, workers, gpus):
     return code, seconds
 
 
-def run_all(jobs, workers, gpus, label):
-    """Run jobs on `workers` slots at once; returns the names of failed runs."""
-    todo, failed, lock = queue.Queue(), [], threading.Lock()
-    for job in jobs:
-        todo.put(job)
-    bar = tqdm(total=len(jobs), desc=label, unit="run")
+def run_all(jobs, workers, gpus, follow_up=lambda job: None):
+    """Run jobs on `workers` slots at once; follow_up(job) may name a job that continues a finished
+    one, and it runs next. Returns the folders of failed runs. Ctrl-C stops the runs (each keeps its
+    last checkpoint) and starts no more."""
+    todo, failed, lock, stop = collections.deque(jobs), [], threading.Lock(), threading.Event()
+    bar = tqdm(total=len(jobs), desc="runs", unit="run")
 
     def worker(slot):
-        while True:
-            try:
-                job = todo.get_nowait()
-            except queue.Empty:
-                return
+        while not stop.is_set():
+            with lock:
+                if not todo:
+                    return
+                job = todo.popleft()
             code, seconds = execute(job, slot, workers, gpus)
             with lock:
                 where = os.path.relpath(job[0], ROOT)
+                if stop.is_set():
+                    return
                 if code:
                     failed.append(where)
                     tqdm.write(f"FAILED {where} (exit {code}); see {where}/log.txt")
-                elif seconds:
-                    tqdm.write(f"done   {where} in {seconds / 60:.1f} min")
+                else:
+                    if seconds:
+                        tqdm.write(f"done   {where} in {seconds / 60:.1f} min")
+                    after = follow_up(job)
+                    if after:
+                        todo.appendleft(after)
+                        bar.total += 1
                 bar.update()
 
-    threads = [threading.Thread(target=worker, args=(slot,)) for slot in range(workers)]
+    threads = [threading.Thread(target=worker, args=(slot,), daemon=True) for slot in range(workers)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        while any(thread.is_alive() for thread in threads):
+            time.sleep(0.5)
+    except KeyboardInterrupt:           # the runs got the Ctrl-C too and save on their way out
+        stop.set()
+        for thread in threads:
+            thread.join()
+        raise SystemExit("\ninterrupted; run the same command again to resume")
     bar.close()
     return failed
 
@@ -202,7 +221,7 @@ def reading(experiment, runs_dir, seeds):
     if experiment == "tokenizer":
         above = all(novel[n] > novel["maskgit"] for n in ("dit", "dit-codebook", "dit-pca", "mar", "mar-codebook",
                                                           "mar-pca"))
-        return (f"Novel compositions of the continuous models on each tokenizer: "
+        return ("Novel compositions of the continuous models on each tokenizer: "
                 + ", ".join(f"{n} {novel[n]:.1f}" for n in ("dit", "dit-codebook", "dit-pca", "mar",
                                                            "mar-codebook", "mar-pca"))
                 + f"; MaskGIT {novel['maskgit']:.1f}. The paper: the objective decides, not the tokenizer; here: "
@@ -351,22 +370,19 @@ def main(argv=None):
     out_dir = args.results or os.path.join(HERE, args.budget)
     failed, start = [], time.time()
     if not args.report_only:
-        jobs = []
-        for seed in budget["seeds"]:
-            for name in RUNS:
-                folder = os.path.join(runs_dir, name, f"seed{seed}")
-                argv = command(name, seed, budget, folder, budget["steps"], args.device)
-                jobs.append((folder, budget["steps"], argv))
-        failed += run_all(jobs, workers, gpus, f"{args.budget} runs")
-        long_jobs = []                                      # the time course continues seed 0 of the ladder
-        for name in LADDER:
-            short, long = os.path.join(runs_dir, name, "seed0"), os.path.join(runs_dir, "long", name, "seed0")
-            if finished(short, budget["steps"]) and not os.path.exists(long):
-                shutil.copytree(short, long, ignore=shutil.ignore_patterns("wall_seconds.txt"))
-            if os.path.exists(long):
-                long_jobs.append((long, budget["long_steps"],
-                                  command(name, 0, budget, long, budget["long_steps"], args.device)))
-        failed += run_all(long_jobs, workers, gpus, "time course")
+        jobs = [job(runs_dir, name, seed, budget, budget["steps"], args.device)
+                for name in RUNS for seed in budget["seeds"]]   # experiment by experiment, the ladder first
+
+        def continue_longer(finished_job):                        # seed 0 of the ladder goes on, 10x longer
+            name, seed = finished_job[3], finished_job[4]
+            if name not in LADDER or seed != 0 or finished_job[1] == budget["long_steps"]:
+                return None
+            short, long = finished_job[0], os.path.join(runs_dir, "long", name, "seed0")
+            if not os.path.exists(long):
+                shutil.copytree(short, long, ignore=shutil.ignore_patterns("wall_seconds.txt", "log.txt"))
+            return job(runs_dir, name, 0, budget, budget["long_steps"], args.device, long)
+
+        failed += run_all(jobs, workers, gpus, follow_up=continue_longer)
     index = report(runs_dir, out_dir, budget, args.budget)
     minutes = (time.time() - start) / 60
     print("\n".join(index[:4]))

@@ -65,3 +65,24 @@ def test_bad_suite_flags(tmp_path):
     assert result.returncode == 2 and "invalid choice: 'huge'" in result.stderr
     result = suite(tmp_path, "--workers", "0")
     assert result.returncode == 2 and "--workers must be a positive integer, got 0" in result.stderr
+
+
+def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
+    import signal
+    import time
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, SCRIPT, "--budget", "tiny", "--device", "cpu", "--workers", "2",
+                                "--runs", str(runs), "--results", str(tmp_path / "results")], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while not list(runs.glob("*/seed0/log.txt")) and time.time() < deadline:   # the first runs have started
+        time.sleep(0.2)
+    time.sleep(1)
+    os.killpg(process.pid, signal.SIGINT)                                       # Ctrl-C reaches the whole group
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1 and "interrupted; run the same command again to resume" in stderr, stderr[-2000:]
+    started = sorted(runs.glob("**/log.txt"))
+    assert 1 <= len(started) <= 4, started                                      # not the 17 runs of the suite
+    time.sleep(3)
+    assert sorted(runs.glob("**/log.txt")) == started                           # and nothing left running
+    assert not (tmp_path / "results").exists()
