@@ -237,6 +237,16 @@ def save_samples_png(path, images, factors, per_row=12, title=""):
     plt.close(fig)
 
 
+def log_step_axis(ax):
+    """Training steps on a log scale, labelled 10, 30, 100, 300, ... (not 3x10^1, 4x10^1, ...)."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 3.0)))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("training step")
+
+
 def save_curves_png(path, history, title=""):
     """Judged accuracy per composition over training, log-scaled steps."""
     plt = _pyplot()
@@ -247,8 +257,7 @@ def save_curves_png(path, history, title=""):
         ax.plot(steps, [100 * m["acc"].get(code, np.nan) for m in history], marker="o", markersize=3,
                 color=SPLIT_COLORS[split], label=f"{code} ({split})",
                 linestyle="-" if split != "level1" else "--")
-    ax.set_xscale("log")
-    ax.set_xlabel("training step")
+    log_step_axis(ax)
     ax.set_ylabel("judged accuracy (%)")
     ax.set_ylim(-3, 103)
     ax.set_title(title, fontsize=9)

@@ -1,8 +1,8 @@
 """Every Shapes2D experiment in one command: the runs, then figures and tables beside the paper's.
 
-    python results/reproduce.py --budget quick             # short runs, the early stage: about an hour on 2 CPU cores
-    python results/reproduce.py --budget full              # the long runs the story needs: days on a CPU
-    python results/reproduce.py --budget full --workers 8  # eight runs at once, one per GPU
+    python results/reproduce.py --budget quick   # short runs, the early stage: about an hour on 2 CPU cores
+    python results/reproduce.py --budget full    # the long runs the story needs: a day on a CPU, about
+                                                 # 40 minutes on one H200 (eight runs share each GPU)
 
 Each run is a generator's own command line, in runs/suite-<budget>/<run>/seed<k>. Re-running the
 command skips finished runs and resumes interrupted ones; --report-only redraws the figures and
@@ -51,6 +51,9 @@ RUNS = {  # run name -> (script, its flags beyond the budget's)
     "mar-pca": ("mar.py", ["--tokenizer", "pca"]),
 }
 LADDER = ["maskgit", "givt", "mar", "dit"]
+# One of these small runs keeps an H200 busy a fraction of the time: dit.py trained at 41 steps/s alone,
+# 91 / 181 / 258 steps/s in all with 2 / 4 / 8 copies sharing it (`bash results/rate_scan.sh`, see the README).
+RUNS_PER_GPU = 8
 # The paper's Shapes2D figures where it gives them (seen / level-1 / level-2, %); see ../shared/PAPER.md.
 PAPER = {
     "maskgit": "85.6 / 52.4 / 0.7 (Table 4); level-2 peaks near 14% at ~3k steps, ~0 by 60k",
@@ -146,8 +149,11 @@ def run_all(jobs, workers, gpus, follow_up=lambda job: None):
             time.sleep(0.5)
     except KeyboardInterrupt:           # the runs got the Ctrl-C too and save on their way out
         stop.set()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.join()
+        except KeyboardInterrupt:       # a second Ctrl-C: leave at once
+            pass
         raise SystemExit("\ninterrupted; run the same command again to resume")
     bar.close()
     return failed
@@ -165,20 +171,22 @@ def mean_std(values):
     return f"{values.mean():.1f} ± {values.std():.1f}" if len(values) > 1 else f"{values.mean():.1f}"
 
 
-def finals(runs_dir, name, seeds):
-    """The last evaluation of each finished seed of one run."""
+def finals(runs_dir, name, seeds, step=None):
+    """Per seed of one run: its evaluation at `step`, or its last one; seeds without it are left out."""
     histories = [probe.read_metrics(os.path.join(runs_dir, name, f"seed{s}")) for s in seeds]
-    return [history[-1] for history in histories if history]
+    if step is None:
+        return [history[-1] for history in histories if history]
+    return [m for history in histories for m in history if m["step"] == step]
 
 
 def table(runs_dir, names, seeds, budget, columns=("seen", "level1", "level2", "malformed", "retrieval_1nn"),
-          paper=True):
+          paper=True, step=None):
     header = {"seen": "seen", "level1": "level-1", "level2": "level-2", "malformed": "malformed",
               "retrieval_1nn": "1-NN retrieval", "retrieval_5nn": "5-NN retrieval"}
     rows = ["| run | command | " + " | ".join(header[c] for c in columns) + " | the paper |",
             "|---|---|" + "---|" * len(columns) + "---|"]
     for name in names:
-        last = finals(runs_dir, name, seeds)
+        last = finals(runs_dir, name, seeds, step)
         if not last:
             continue
         script, flags = RUNS[name]
@@ -188,22 +196,37 @@ def table(runs_dir, names, seeds, budget, columns=("seen", "level1", "level2", "
     return rows
 
 
-def level(runs_dir, name, seeds, split):
-    last = finals(runs_dir, name, seeds)
+def level(runs_dir, name, seeds, split, step=None):
+    last = finals(runs_dir, name, seeds, step)
     return np.mean([100 * m[split] for m in last]) if last else float("nan")
 
 
-def reading(experiment, runs_dir, seeds):
+def reading(experiment, names, runs_dir, seeds, step=None):
     """One line: what agrees with the paper and what does not, computed from the finals."""
-    novel = {n: (level(runs_dir, n, seeds, "level1") * 3 + level(runs_dir, n, seeds, "level2")) / 4 for n in RUNS}
+    names = names + ["maskgit"] * (experiment == "tokenizer")          # the tokenizers are set beside MaskGIT
+    missing = [n for n in names if len(finals(runs_dir, n, seeds, step)) < len(seeds)]
+    if missing:
+        return f"No reading: {', '.join(missing)} not evaluated for every seed{f' at step {step}' if step else ''}."
+    novel = {n: (level(runs_dir, n, seeds, "level1", step) * 3 + level(runs_dir, n, seeds, "level2", step)) / 4
+             for n in names}
+    level2 = {n: level(runs_dir, n, seeds, "level2", step) for n in names}
+    seen = {n: level(runs_dir, n, seeds, "seen", step) for n in names}
+    early = ", ".join(f"{n} {seen[n]:.1f}%" for n in names if seen[n] < 50)
+    if all(seen[n] < 50 for n in names):           # a model that cannot draw what it saw tells nothing on novelty
+        return f"Too early to read: no model draws its seen compositions half the time yet (seen: {early})."
+    line = compare(experiment, novel, level2)
+    return line + (f" Not drawing yet, so their novel numbers say little (seen: {early})." if early else "")
+
+
+def compare(experiment, novel, level2):
+    """The experiment's comparison with the paper, from per-run novel-composition and level-2 accuracy (%)."""
     if experiment == "ladder":
         above = all(novel[n] > novel["maskgit"] for n in ("givt", "mar", "dit"))
         return (f"Novel compositions (mean of the four): MaskGIT {novel['maskgit']:.1f}, GIVT {novel['givt']:.1f}, "
                 f"MAR {novel['mar']:.1f}, DiT {novel['dit']:.1f}. The paper: every continuous model above the "
                 f"discrete one; here: {'the same' if above else 'not so'}.")
     if experiment == "conditioning":
-        modes = {n: level(runs_dir, n, seeds, "level2") for n in ("dit", "dit-dropout", "dit-discrete",
-                                                                  "dit-discrete-dropout")}
+        modes = dict(level2)
         same = (modes["dit"] == max(modes.values()) and modes["dit-discrete-dropout"] == min(modes.values())
                 and modes["dit"] > modes["dit-discrete-dropout"])
         return ("Level-2: " + ", ".join(f"{n} {v:.1f}" for n, v in modes.items()) + ". The paper: continuous "
@@ -245,10 +268,9 @@ def draw_curves(path, runs_dir, names, seeds, title):
             ax.plot(steps, values.mean(0), color=colour, marker="o", markersize=3, label=split)
             ax.fill_between(steps, values.mean(0) - values.std(0), values.mean(0) + values.std(0),
                             color=colour, alpha=0.2, linewidth=0)
-        ax.set_xscale("log")
+        probe.log_step_axis(ax)
         ax.set_ylim(-3, 103)
         ax.set_title(f"{name} ({len(curves)} seed{'s' * (len(curves) > 1)})", fontsize=9)
-        ax.set_xlabel("training step")
     axes[0, 0].set_ylabel("judged accuracy (%)")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
@@ -300,12 +322,13 @@ def time_course(runs_dir):
         rows.append(f"| {name} | {100 * peak['level2']:.1f} | {peak['step']} | {100 * history[-1]['level2']:.1f} | "
                     f"{history[-1]['step']} |")
         collapsed = peak["level2"] - history[-1]["level2"] >= 0.1
-        lines.append(f"{name}: {'peaks then falls' if collapsed else 'no collapse'}")
+        lines.append(f"{name}: " + ("never composes" if peak["level2"] == 0 else
+                                    f"peaks at step {peak['step']}, then falls" if collapsed else "no collapse"))
     return rows, ("The paper: MaskGIT's level-2 peaks early and collapses, the continuous ones keep rising. Here: "
                   + "; ".join(lines) + ".")
 
 
-def report(runs_dir, out_dir, budget, budget_name):
+def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None):
     os.makedirs(out_dir, exist_ok=True)
     seeds = budget["seeds"]
     experiments = [
@@ -318,19 +341,27 @@ def report(runs_dir, out_dir, budget, budget_name):
          ["dit", "dit-codebook", "dit-pca", "mar", "mar-codebook", "mar-pca"]),
     ]
     index = [f"# Shapes2D, `--budget {budget_name}`", "",
-             f"Written by `python results/reproduce.py --budget {budget_name}`: {budget['steps']} steps per run, "
+             f"Written by `{command_line or f'python results/reproduce.py --budget {budget_name}'}`: "
+             f"{budget['steps']} steps per run, "
              f"seeds {', '.join(map(str, seeds))}, {budget['samples_per_comp']} samples per composition at each "
-             f"evaluation; mean ± std over seeds of each run's last evaluation (%, judged by probe.py).", ""]
+             f"evaluation; mean ± std over seeds of each run's "
+             + (f"evaluation at step {step}" if step else "last evaluation") + " (%, judged by probe.py).", ""]
     for key, title, names in experiments:
+        absent = [n for n in names if not finals(runs_dir, n, seeds)]
+        if absent:
+            index += [f"## {title}", "", f"Not run yet: {', '.join(absent)}.", ""]
+            continue
         draw_curves(os.path.join(out_dir, f"{key}.png"), runs_dir, names, seeds, title)
-        index += [f"## {title}", "", f"![{key}]({key}.png)", "", *table(runs_dir, names, seeds, budget), "",
-                  reading(key, runs_dir, seeds), ""]
+        index += [f"## {title}", "", f"![{key}]({key}.png)", "", *table(runs_dir, names, seeds, budget, step=step), "",
+                  reading(key, names, runs_dir, seeds, step), ""]
     index += ["## 6. Retrieval accuracy (Table 9)", "",
               *table(runs_dir, ["dit", "maskgit", "jepa_maskgit"], seeds, budget,
-                     columns=("retrieval_1nn", "retrieval_5nn"), paper=False),
+                     columns=("retrieval_1nn", "retrieval_5nn"), paper=False, step=step),
               "", "The paper (Table 9, 1-NN / 5-NN): DiT 27 / 36, MaskGIT 21 / 16, MaskGIT + JEPA 31 / 27.", ""]
-    draw_novel_samples(os.path.join(out_dir, "novel-samples.png"), runs_dir, LADDER + ["jepa_maskgit"])
-    index += ["## What the novel compositions look like (Figure 12)", "", "![novel samples](novel-samples.png)", ""]
+    if step is None:                                     # the samples are kept from the last evaluation only
+        draw_novel_samples(os.path.join(out_dir, "novel-samples.png"), runs_dir, LADDER + ["jepa_maskgit"])
+        index += ["## What the novel compositions look like (Figure 12)", "", "![novel samples](novel-samples.png)",
+                  ""]
     if any(probe.read_metrics(os.path.join(runs_dir, "long", n, "seed0")) for n in LADDER):
         rows, line = time_course(runs_dir)
         draw_curves(os.path.join(out_dir, "time-course.png"), os.path.join(runs_dir, "long"), LADDER, [0],
@@ -343,7 +374,8 @@ def report(runs_dir, out_dir, budget, budget_name):
     devices = sorted({json.load(open(os.path.join(root, "config.json")))["device"]
                       for root, _, files in os.walk(runs_dir) if "config.json" in files})
     index.insert(3, f"\nRun time: {sum(walls) / 60:.1f} min of wall time summed over {len(walls)} launches "
-                    f"(runs at once share the machine), on {', '.join(devices)}.\n")
+                    f"(runs at once share the machine), on {', '.join(devices)}.\n" if walls else
+                 f"\nRun time: not recorded (no launch finished), on {', '.join(devices)}.\n")
     with open(os.path.join(out_dir, "README.md"), "w") as f:
         f.write("\n".join(index))
     return index
@@ -354,17 +386,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", default="quick", choices=tuple(BUDGETS))
     parser.add_argument("--workers", type=int, default=None,
-                        help="runs at once (default: one per GPU, else 1); on CPU they share the cores")
+                        help=f"runs at once (default: {RUNS_PER_GPU} per GPU, at most one per CPU core; "
+                             "1 without a GPU); they share the CPU cores")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     parser.add_argument("--runs", default=None, help="run folders (default runs/suite-<budget>)")
     parser.add_argument("--results", default=None, help="figures and tables (default results/<budget>)")
     parser.add_argument("--report-only", action="store_true", help="only redraw figures and tables")
+    parser.add_argument("--step", type=int, default=None,
+                        help="judge every run at its evaluation at this step, not its last (with --report-only)")
     args = parser.parse_args(argv)
     import torch
     gpus = torch.cuda.device_count() if args.device in ("auto", "cuda") else 0
-    workers = args.workers if args.workers is not None else max(1, gpus)
+    workers = args.workers if args.workers is not None else max(1, min(RUNS_PER_GPU * gpus, os.cpu_count() or 1))
     if workers < 1:
         parser.error(f"--workers must be a positive integer, got {workers}")
+    if args.step is not None and args.step < 1:
+        parser.error(f"--step must be a positive integer, got {args.step}")
     budget = BUDGETS[args.budget]
     runs_dir = args.runs or os.path.join(ROOT, "runs", f"suite-{args.budget}")
     out_dir = args.results or os.path.join(HERE, args.budget)
@@ -383,7 +420,8 @@ def main(argv=None):
             return job(runs_dir, name, 0, budget, budget["long_steps"], args.device, long)
 
         failed += run_all(jobs, workers, gpus, follow_up=continue_longer)
-    index = report(runs_dir, out_dir, budget, args.budget)
+    command_line = " ".join(["python results/reproduce.py", *(sys.argv[1:] if argv is None else argv)])
+    index = report(runs_dir, out_dir, budget, args.budget, args.step, command_line)
     minutes = (time.time() - start) / 60
     print("\n".join(index[:4]))
     print(f"results in {os.path.relpath(out_dir)}/README.md; this call took {minutes:.1f} min")

@@ -100,11 +100,18 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path):
     assert (out / "config.json").read_text() == config                   # a refusal leaves the run as it was
 
 
+def hear_ctrl_c():
+    """In the child: take SIGINT as a terminal would (a shell's background job, such as
+    `pytest &`, ignores it, and the child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_how_to_resume(tmp_path):
     out = tmp_path / "run"
     args = FAST[:1] + ["100000"] + FAST[2:]
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "dit.py"), *args, "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=hear_ctrl_c)
     deadline = time.time() + 240
     while not (out / "ckpt.pt").exists() and time.time() < deadline:
         time.sleep(0.05)

@@ -1,8 +1,11 @@
 """results/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume what is not."""
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "results", "reproduce.py")
@@ -59,21 +62,31 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
     assert launches(runs / "long" / "dit" / "seed0") == 1
     assert (tmp_path / "results" / "ladder.png").exists()
 
+    # judged at an earlier evaluation, with one experiment's run missing: no reading is made up for it
+    shutil.rmtree(runs / "dit-discrete")
+    result = suite(tmp_path, "--report-only", "--step", "2", "--results", str(tmp_path / "at2"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    index = (tmp_path / "at2" / "README.md").read_text()
+    assert "evaluation at step 2 (%" in index and "--report-only --step 2" in index
+    assert "Not run yet: dit-discrete." in index and "## 1. The ladder" in index
+    assert "novel-samples.png" not in index                     # samples are kept from the last evaluation only
+
 
 def test_bad_suite_flags(tmp_path):
     result = suite(tmp_path, "--budget", "huge")
     assert result.returncode == 2 and "invalid choice: 'huge'" in result.stderr
     result = suite(tmp_path, "--workers", "0")
     assert result.returncode == 2 and "--workers must be a positive integer, got 0" in result.stderr
+    result = suite(tmp_path, "--report-only", "--step", "-5")
+    assert result.returncode == 2 and "--step must be a positive integer, got -5" in result.stderr
 
 
 def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
-    import signal
-    import time
     runs = tmp_path / "runs"
     process = subprocess.Popen([sys.executable, SCRIPT, "--budget", "tiny", "--device", "cpu", "--workers", "2",
                                 "--runs", str(runs), "--results", str(tmp_path / "results")], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
     deadline = time.time() + 300
     while not list(runs.glob("*/seed0/log.txt")) and time.time() < deadline:   # the first runs have started
         time.sleep(0.2)
@@ -86,3 +99,13 @@ def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
     time.sleep(3)
     assert sorted(runs.glob("**/log.txt")) == started                           # and nothing left running
     assert not (tmp_path / "results").exists()
+
+
+def test_the_rate_scan_reports_steps_per_second(tmp_path):
+    environment = dict(os.environ, DEVICE="cpu", COUNTS="1", SECONDS_EACH="30", LOGS=str(tmp_path),
+                       PYTHON=sys.executable)
+    result = subprocess.run(["bash", os.path.join(ROOT, "results", "rate_scan.sh")], env=environment,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-1000:]
+    rate = float(result.stdout.split("total ")[-1])
+    assert result.stdout.startswith("W=1 per-run it/s: ") and rate > 0, result.stdout
