@@ -51,7 +51,7 @@ RUNS = {  # run name -> (script, its flags beyond the budget's)
     "mar-pca": ("mar.py", ["--tokenizer", "pca"]),
 }
 LADDER = ["maskgit", "givt", "mar", "dit"]
-# One of these small runs keeps an H200 busy a fraction of the time: dit.py trained at 41 steps/s alone,
+# One of these small runs alone leaves a GPU mostly waiting: on an H200, dit.py trained at 41 steps/s alone,
 # 91 / 181 / 258 steps/s in all with 2 / 4 / 8 copies sharing it (`bash results/rate_scan.sh`, see the README).
 RUNS_PER_GPU = 8
 # The paper's Shapes2D figures where it gives them (seen / level-1 / level-2, %); see ../shared/PAPER.md.
