@@ -207,9 +207,8 @@ def reading(experiment, names, runs_dir, seeds, step=None):
     missing = [n for n in names if len(finals(runs_dir, n, seeds, step)) < len(seeds)]
     if missing:
         return f"No reading: {', '.join(missing)} not evaluated for every seed{f' at step {step}' if step else ''}."
-    novel = {n: (level(runs_dir, n, seeds, "level1", step) * 3 + level(runs_dir, n, seeds, "level2", step)) / 4
-             for n in names}
     level2 = {n: level(runs_dir, n, seeds, "level2", step) for n in names}
+    novel = {n: (level(runs_dir, n, seeds, "level1", step) * 3 + level2[n]) / 4 for n in names}   # 3 level-1, 1 level-2
     seen = {n: level(runs_dir, n, seeds, "seen", step) for n in names}
     early = ", ".join(f"{n} {seen[n]:.1f}%" for n in names if seen[n] < 50)
     if all(seen[n] < 50 for n in names):           # a model that cannot draw what it saw tells nothing on novelty
