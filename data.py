@@ -71,6 +71,30 @@ def sample_latents(bits, rng):
     return np.concatenate([bits[:, :1], color, size[:, None], centre], 1).astype(np.float32)
 
 
+def outline_distances(size, cx, cy):
+    """Signed distances (pixels, negative inside) from every pixel centre to the outline of
+    the circle and of the triangle with these latents: two (N, H, W) arrays. numpy or torch
+    in, the same out (the judge fits shapes with these in torch)."""
+    xp = torch if torch.is_tensor(size) else np
+    grid = xp.arange(IMAGE_SIZE) + 0.5
+    grid = grid.to(size) if xp is torch else grid.astype(np.float32)
+    x, y = grid[None, None, :] - cx[:, None, None], grid[None, :, None] - cy[:, None, None]  # (N, H, W)
+    size = size[:, None, None]
+    circle = xp.sqrt(x ** 2 + y ** 2) - size
+    # Upward triangle centred on its bounding box: apex at -0.75 R, base at +0.75 R.
+    radius = TRIANGLE_SCALE * size
+    base = y - 0.75 * radius
+    left = (-SQRT3 * x - y) / 2 - 0.75 * radius / 2
+    right = (SQRT3 * x - y) / 2 - 0.75 * radius / 2
+    triangle = xp.maximum(base, xp.maximum(left, right))         # max of edge distances
+    return circle, triangle
+
+
+def coverage_of(distance):
+    """Anti-aliased coverage clip(0.5 - d, 0, 1): a one-pixel soft edge."""
+    return np.clip(0.5 - distance, 0.0, 1.0)
+
+
 def render(latents):
     """Anti-aliased images (N, H, W, 3) float32 in [0, 1] from latents (N, 7).
 
@@ -78,20 +102,9 @@ def render(latents):
     pixel centre to the shape's outline, negative inside: a one-pixel soft edge.
     """
     latents = np.asarray(latents, dtype=np.float32)
-    shape, color, size = latents[:, 0], latents[:, 1:4], latents[:, 4]
-    cx, cy = latents[:, 5, None, None], latents[:, 6, None, None]
-    grid = np.arange(IMAGE_SIZE, dtype=np.float32) + 0.5
-    x, y = grid[None, None, :] - cx, grid[None, :, None] - cy     # (N, H, W) offsets
-    circle = np.sqrt(x ** 2 + y ** 2) - size[:, None, None]
-    # Upward triangle centred on its bounding box: apex at -0.75 R, base at +0.75 R.
-    radius = TRIANGLE_SCALE * size[:, None, None]
-    base = y - 0.75 * radius
-    left = (-SQRT3 * x - y) / 2 - 0.75 * radius / 2
-    right = (SQRT3 * x - y) / 2 - 0.75 * radius / 2
-    triangle = np.maximum(base, np.maximum(left, right))          # max of edge distances
-    distance = np.where(shape[:, None, None] > 0.5, triangle, circle)
-    coverage = np.clip(0.5 - distance, 0.0, 1.0)
-    return (coverage[..., None] * color[:, None, None, :]).astype(np.float32)
+    circle, triangle = outline_distances(latents[:, 4], latents[:, 5], latents[:, 6])
+    distance = np.where(latents[:, 0, None, None] > 0.5, triangle, circle)
+    return (coverage_of(distance)[..., None] * latents[:, None, None, 1:4]).astype(np.float32)
 
 
 def make_dataset(codes, n_per_code, seed):

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import data
-import probe
+import runs
 
 MODEL = "givt"
 
@@ -29,7 +29,7 @@ MODEL = "givt"
 # -------------------------------------------------------------------------------- config
 def get_config(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
@@ -49,7 +49,7 @@ def get_config(argv=None):
     for name in ("sample_steps", "components"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    return probe.start_run(parser, args, MODEL)
+    return runs.start_run(parser, args, MODEL)
 
 
 class Tokens:
@@ -202,13 +202,13 @@ def train(config):
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
     step = 0
     if config["resume"]:
-        state = probe.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config["out"])
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["rng"])
         step = state["step"]
-    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
     for step in progress:
@@ -218,7 +218,7 @@ def train(config):
             group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             loss = masked_loss(model, train_tokens[index].to(device), values.to(device), present.to(device), generator)
-        probe.check_finite(loss, step + 1, config["out"])
+        runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -232,10 +232,10 @@ def train(config):
             metrics = evaluate(ema, tokens, config, step + 1, loss.item())
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
                                   optimizer=optimizer.state_dict(), step=step + 1, config=config,
                                   rng=generator.get_state())
-    return metrics or probe.read_metrics(config["out"])[-1]
+    return metrics or runs.read_metrics(config["out"])[-1]
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -283,12 +283,12 @@ def evaluate(model, tokens, config, step, loss):
     x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["unmask"],
                config["choice_temperature"], config["temperature"])
     model.train()
-    return probe.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
+    return runs.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
                         title=f"GIVT ({config['cond']}, {config['tokenizer']}, {config['unmask']} unmasking)")
 
 
 def main(argv=None):
-    probe.run(MODEL, get_config(argv), train)
+    runs.run(MODEL, get_config(argv), train)
 
 
 if __name__ == "__main__":

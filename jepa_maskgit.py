@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 import data
 import maskgit
-import probe
+import runs
 from maskgit import MaskGIT, random_mask
 
 MODEL = "jepa_maskgit"
@@ -102,13 +102,13 @@ def train(config):
     optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
     step = 0
     if config["resume"]:
-        state = probe.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config["out"])
         for module, key in ((model, "model"), (ema, "ema"), (target, "target"), (predictors, "predictors"),
                             (optimizer, "optimizer")):
             module.load_state_dict(state[key])
         generator.set_state(state["rng"])
         step = state["step"]
-    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
     for step in progress:
@@ -120,7 +120,7 @@ def train(config):
             cross_entropy, jepa = jepa_losses(model, target, predictors, train_ids[index].to(device), values.to(device),
                                               present.to(device), generator, config["jepa_layers"])
         loss = cross_entropy + config["jepa_weight"] * jepa
-        probe.check_finite(loss, step + 1, config["out"])
+        runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)
@@ -136,15 +136,15 @@ def train(config):
             metrics = maskgit.evaluate(ema, codebook, config, step + 1, loss.item())
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
                                   target=target.state_dict(), predictors=predictors.state_dict(),
                                   optimizer=optimizer.state_dict(), step=step + 1, config=config,
                                   rng=generator.get_state())
-    return metrics or probe.read_metrics(config["out"])[-1]
+    return metrics or runs.read_metrics(config["out"])[-1]
 
 
 def main(argv=None):
-    probe.run(MODEL, get_config(argv), train)
+    runs.run(MODEL, get_config(argv), train)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import data
-import probe
+import runs
 
 MODEL = "maskgit"
 
@@ -29,7 +29,7 @@ MODEL = "maskgit"
 # -------------------------------------------------------------------------------- config
 def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    probe.add_common_arguments(parser, steps=2000, eval_every=250, model=model)
+    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=model)
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)
@@ -45,7 +45,7 @@ def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, de
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
     if more_checks:                                                         # ... and their checks
         more_checks(parser, args)
-    return probe.start_run(parser, args, model)
+    return runs.start_run(parser, args, model)
 
 
 # --------------------------------------------------------------------------------- model
@@ -162,13 +162,13 @@ def train(config):
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
     step = 0
     if config["resume"]:
-        state = probe.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config["out"])
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["rng"])
         step = state["step"]
-    evaluations = probe.evaluation_steps(config["steps"], config["eval_every"])
+    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
     for step in progress:
@@ -178,7 +178,7 @@ def train(config):
             group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             loss = masked_loss(model, train_ids[index].to(device), values.to(device), present.to(device), generator)
-        probe.check_finite(loss, step + 1, config["out"])
+        runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -192,10 +192,10 @@ def train(config):
             metrics = evaluate(ema, codebook, config, step + 1, loss.item())
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            probe.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
                                   optimizer=optimizer.state_dict(), step=step + 1, config=config,
                                   rng=generator.get_state())
-    return metrics or probe.read_metrics(config["out"])[-1]
+    return metrics or runs.read_metrics(config["out"])[-1]
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -238,12 +238,12 @@ def evaluate(model, codebook, config, step, loss):
     ids = sample(model, values, present, config["sample_steps"], generator, config["unmask"],
                  config["choice_temperature"])
     model.train()
-    return probe.record(config["out"], step, loss, codebook.decode(ids.cpu()).clip(0, 1), bits,
+    return runs.record(config["out"], step, loss, codebook.decode(ids.cpu()).clip(0, 1), bits,
                         title=f"{config['model']} ({config['cond']}, {config['unmask']} unmasking)")
 
 
 def main(argv=None):
-    probe.run(MODEL, get_config(argv), train)
+    runs.run(MODEL, get_config(argv), train)
 
 
 if __name__ == "__main__":

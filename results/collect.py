@@ -12,13 +12,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import data  # noqa: E402
 import probe  # noqa: E402
+import runs  # noqa: E402
 
 
 def main(folders):
     rows = ["| run | command flags | steps | seen | level-1 | level-2 | malformed | 1-NN | "
             + " | ".join(data.COMPOSITIONS) + " |", "|" + "---|" * 16]
     for folder in folders:
-        metrics = probe.read_metrics(folder)
+        metrics = runs.read_metrics(folder)
         if not metrics:
             continue
         config = json.load(open(os.path.join(folder, "config.json")))

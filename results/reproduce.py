@@ -26,6 +26,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import probe  # noqa: E402
+import runs  # noqa: E402
 
 BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evaluation and data sizes
     "tiny": dict(steps=4, long_steps=8, eval_every=2, samples_per_comp=2, train_per_comp=100, batch_size=8,
@@ -83,7 +84,7 @@ def job(runs_dir, name, seed, budget, steps, device, folder=None):
 
 
 def finished(folder, steps):
-    metrics = probe.read_metrics(folder)
+    metrics = runs.read_metrics(folder)
     return bool(metrics) and metrics[-1]["step"] == steps
 
 
@@ -173,7 +174,7 @@ def mean_std(values):
 
 def finals(runs_dir, name, seeds, step=None):
     """Per seed of one run: its evaluation at `step`, or its last one; seeds without it are left out."""
-    histories = [probe.read_metrics(os.path.join(runs_dir, name, f"seed{s}")) for s in seeds]
+    histories = [runs.read_metrics(os.path.join(runs_dir, name, f"seed{s}")) for s in seeds]
     if step is None:
         return [history[-1] for history in histories if history]
     return [m for history in histories for m in history if m["step"] == step]
@@ -253,21 +254,21 @@ def compare(experiment, novel, level2):
 
 def draw_curves(path, runs_dir, names, seeds, title):
     """Per run: seen / level-1 / level-2 over training, mean over seeds with ±1 std shading."""
-    plt = probe._pyplot()
+    plt = runs.pyplot()
     fig, axes = plt.subplots(1, len(names), figsize=(3.3 * len(names), 3.1), squeeze=False, sharey=True)
     for ax, name in zip(axes[0], names):
-        curves = [split_curves(probe.read_metrics(os.path.join(runs_dir, name, f"seed{s}"))) for s in seeds]
+        curves = [split_curves(runs.read_metrics(os.path.join(runs_dir, name, f"seed{s}"))) for s in seeds]
         curves = [c for c in curves if len(c[0])]
         if not curves:
             continue
         length = min(len(steps) for steps, _ in curves)
         steps = curves[0][0][:length]
-        for split, colour in probe.SPLIT_COLORS.items():
+        for split, colour in runs.SPLIT_COLORS.items():
             values = np.stack([c[1][split][:length] for c in curves])
             ax.plot(steps, values.mean(0), color=colour, marker="o", markersize=3, label=split)
             ax.fill_between(steps, values.mean(0) - values.std(0), values.mean(0) + values.std(0),
                             color=colour, alpha=0.2, linewidth=0)
-        probe.log_step_axis(ax)
+        runs.log_step_axis(ax)
         ax.set_ylim(-3, 103)
         ax.set_title(f"{name} ({len(curves)} seed{'s' * (len(curves) > 1)})", fontsize=9)
     axes[0, 0].set_ylabel("judged accuracy (%)")
@@ -280,7 +281,7 @@ def draw_curves(path, runs_dir, names, seeds, title):
 
 def draw_novel_samples(path, runs_dir, names, per_cell=4):
     """Rows: real images, then each model (seed 0, last evaluation); columns: the novel compositions."""
-    plt = probe._pyplot()
+    plt = runs.pyplot()
     novel = data.LEVEL1 + data.LEVEL2
     real, bits, _ = data.make_dataset(novel, per_cell, seed=123)
     rows = [("real", real, bits)]
@@ -314,7 +315,7 @@ def time_course(runs_dir):
     rows = ["| model | peak level-2 | at step | level-2 at the end | last step |", "|---|---|---|---|---|"]
     lines = []
     for name in LADDER:
-        history = probe.read_metrics(os.path.join(runs_dir, "long", name, "seed0"))
+        history = runs.read_metrics(os.path.join(runs_dir, "long", name, "seed0"))
         if not history:
             continue
         peak = max(history, key=lambda m: m["level2"])
@@ -361,7 +362,7 @@ def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None)
         draw_novel_samples(os.path.join(out_dir, "novel-samples.png"), runs_dir, LADDER + ["jepa_maskgit"])
         index += ["## What the novel compositions look like (Figure 12)", "", "![novel samples](novel-samples.png)",
                   ""]
-    if any(probe.read_metrics(os.path.join(runs_dir, "long", n, "seed0")) for n in LADDER):
+    if any(runs.read_metrics(os.path.join(runs_dir, "long", n, "seed0")) for n in LADDER):
         rows, line = time_course(runs_dir)
         draw_curves(os.path.join(out_dir, "time-course.png"), os.path.join(runs_dir, "long"), LADDER, [0],
                     f"7. The time course: {budget['long_steps']} steps, seed 0")

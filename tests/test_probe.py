@@ -1,4 +1,4 @@
-import json
+"""The judge on real images: its three readings, the probe, and agreement with a person."""
 import os
 
 import numpy as np
@@ -13,10 +13,11 @@ def real():
     return data.make_dataset(data.COMPOSITIONS, 100, seed=probe.HELD_OUT_SEED + 7)
 
 
-def test_judge_on_real_images(real):
+def test_all_three_readings_pass_real_images(real):
     images, bits, _ = real
     result = probe.evaluate(images, bits)
-    assert min(result["acc"].values()) >= 0.99, result["acc"]
+    for reading in ("acc", "fidelity", "probe_acc"):
+        assert min(result[reading].values()) >= 0.99, (reading, result[reading])
     assert result["malformed"] <= 0.01
     assert result["seen"] >= 0.99 and result["level1"] >= 0.99 and result["level2"] >= 0.99
     assert result["retrieval_1nn"] >= 0.95
@@ -27,6 +28,7 @@ def test_judge_on_noisy_images(real):
     noisy = np.clip(images + np.random.default_rng(1).normal(0, 0.05, images.shape), 0, 1)
     result = probe.evaluate(noisy, bits)
     assert min(result["acc"].values()) >= 0.95, result["acc"]
+    assert min(result["fidelity"].values()) >= 0.95, result["fidelity"]
 
 
 def test_judge_accepts_uint8_images(real):
@@ -35,14 +37,20 @@ def test_judge_accepts_uint8_images(real):
     assert min(probe.evaluate(as_uint8, bits)["acc"].values()) >= 0.99
 
 
-def test_judge_rejects_broken_images():
-    for name, images in probe.broken_images(300, seed=0).items():
-        assert probe.well_formed(images).mean() <= 0.05, name
-
-
-def test_wrong_factors_are_scored_wrong(real):
+def test_wrong_factors_are_scored_wrong_by_every_reading(real):
     images, bits, _ = real
-    assert max(probe.evaluate(images, 1 - bits)["acc"].values()) <= 0.01
+    result = probe.evaluate(images, 1 - bits)
+    for reading in ("acc", "fidelity", "probe_acc"):
+        assert max(result[reading].values()) <= 0.01, reading
+
+
+def test_each_factor_is_read_from_the_drawing(real):
+    """Flip one asked bit at a time: the composition reading must notice every one."""
+    images, bits, _ = real
+    for factor in range(3):
+        asked = bits.copy()
+        asked[:, factor] ^= 1
+        assert probe.readings(images, asked)["composed"].mean() <= 0.01, data.FACTORS[factor]
 
 
 def test_probe_alone_reads_factors(real):
@@ -50,24 +58,30 @@ def test_probe_alone_reads_factors(real):
     assert (probe.load_probe().predict(images) == bits).all(1).mean() >= 0.99
 
 
-def test_evaluation_steps_are_log_spaced_and_end_at_the_last_step():
-    steps = sorted(probe.evaluation_steps(3000, 250))
-    assert steps[0] == 250 and steps[-1] == 3000
-    ratios = np.diff(np.log(steps[:-1]))
-    assert np.allclose(ratios, np.log(2) / 2, atol=0.01)
-    assert probe.evaluation_steps(5, 5) == {5}
+def test_a_wobbly_triangle_is_composed_but_not_precise():
+    """The case that started it: an outline off by about a pixel all round."""
+    import calibration
+    accepted, _, bits = calibration.calibration_images(60, seed=5)
+    wobbly = accepted["boundary jitter (up to 1 px)"]
+    judged = probe.readings(wobbly, bits)
+    assert judged["composed"].mean() >= 0.95
+    assert judged["precise"].mean() <= 0.5          # the tight test rejects many of them
 
 
-def test_record_writes_the_run_files(tmp_path, real):
-    images, bits, _ = real
-    for step in (10, 20):
-        metrics = probe.record(str(tmp_path), step, 0.5, images[:64], bits[:64], title="test")
-    lines = [json.loads(l) for l in open(tmp_path / "metrics.jsonl")]
-    assert [l["step"] for l in lines] == [10, 20]
-    for key in ("step", "loss", "acc", "seen", "level1", "level2", "malformed"):
-        assert key in lines[-1]
-    saved = np.load(tmp_path / "samples.npz")
-    assert saved["images"].dtype == np.uint8 and saved["images"].shape == (64, 32, 32, 3)
-    assert saved["factors"].dtype == np.int64 and saved["factors"].shape == (64, 3)
-    assert os.path.getsize(tmp_path / "samples.png") > 1000 and os.path.getsize(tmp_path / "curves.png") > 1000
-    assert metrics == lines[-1]
+def test_split_means():
+    means = probe.split_means({"000": 1.0, "001": 0.5, "011": 0.25, "111": 0.0})
+    assert means == {"seen": 0.75, "level1": 0.25, "level2": 0.0}
+
+
+def test_the_judge_agrees_with_a_person_on_the_gallery():
+    """tests/gallery.npz: model samples of every generator, early and late, labelled by eye."""
+    gallery = np.load(probe.GALLERY)
+    assert len(gallery["labels"]) >= 480 and set(gallery["labels"].tolist()) == {0, 1, 2}
+    assert len(set(str(s).split(" step")[0] for s in gallery["sources"])) == 5     # every model
+    agreement, confusion = probe.gallery_agreement()
+    assert confusion.sum() == len(gallery["labels"])
+    assert agreement >= 0.95, f"agreement {agreement:.3f}\n{confusion}"
+
+
+def test_gallery_is_small():
+    assert os.path.getsize(probe.GALLERY) < 1_000_000

@@ -1,0 +1,249 @@
+"""The run plumbing every generator shares: flags, the run folder, checkpoints, metrics.jsonl
+and the pictures. Nothing here is a method; the judge is probe.py.
+
+A generator calls, in order:
+    config = runs.start_run(parser, args, MODEL)   # after runs.add_common_arguments(parser, ...)
+    runs.run(MODEL, config, train)                 # train() calls runs.record() at each evaluation
+"""
+import json
+import math
+import os
+
+import numpy as np
+import torch
+
+import data
+import probe
+
+SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
+
+
+# ------------------------------------------------------------------------------ pictures
+def pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save_samples_png(path, images, factors, per_row=12, title=""):
+    """One labelled row per composition; the split is named and coloured on the label."""
+    plt = pyplot()
+    images = np.asarray(images)
+    images = images if images.dtype == np.uint8 else (np.clip(images, 0, 1) * 255).astype(np.uint8)
+    codes = np.array([data.bits_to_code(f) for f in factors])
+    fig, axes = plt.subplots(8, 1, figsize=(per_row * 0.55 + 2.6, 8 * 0.62), squeeze=False)
+    for ax, code in zip(axes[:, 0], data.COMPOSITIONS):
+        row = images[codes == code][:per_row]
+        strip = np.zeros((data.IMAGE_SIZE, per_row * (data.IMAGE_SIZE + 2), 3), np.uint8) + 40
+        for i, image in enumerate(row):
+            strip[:, i * (data.IMAGE_SIZE + 2):i * (data.IMAGE_SIZE + 2) + data.IMAGE_SIZE] = image
+        ax.imshow(strip, interpolation="nearest")
+        split = data.split_of(code)
+        ax.set_ylabel(f"{code} {split}\n{probe.describe(code)}", rotation=0, ha="right", va="center",
+                      fontsize=7, color=SPLIT_COLORS[split])
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def log_step_axis(ax):
+    """Training steps on a log scale, labelled 10, 30, 100, 300, ... (not 3x10^1, 4x10^1, ...)."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 3.0)))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("training step")
+
+
+def save_curves_png(path, history, title=""):
+    """The composition reading per composition over training, log-scaled steps."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    steps = [m["step"] for m in history]
+    for code in data.COMPOSITIONS:
+        split = data.split_of(code)
+        ax.plot(steps, [100 * m["acc"].get(code, np.nan) for m in history], marker="o", markersize=3,
+                color=SPLIT_COLORS[split], label=f"{code} ({split})",
+                linestyle="-" if split != "level1" else "--")
+    log_step_axis(ax)
+    ax.set_ylabel("composed (%): legible, all three factors right")
+    ax.set_ylim(-3, 103)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------- the run files of the contract
+def resolve_device(name):
+    """'auto' -> cuda, then mps, then cpu; an explicit device must exist."""
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
+    if name == "auto":
+        return next(d for d in ("cuda", "mps", "cpu") if available[d])
+    if not available.get(name, False):
+        present = ", ".join(d for d, ok in available.items() if ok)
+        raise SystemExit(f"error: --device {name} is not available here; present: {present} (or auto)")
+    return name
+
+
+def add_common_arguments(parser, steps, eval_every, model):
+    """The flags of the contract, the same in every generator."""
+    parser.add_argument("--steps", type=int, default=steps, help="training steps")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak AdamW learning rate")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
+    parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
+    parser.add_argument("--cond-drop", type=float, default=0.1, help="hiding probability per factor")
+    parser.add_argument("--eval-every", type=int, default=eval_every,
+                        help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
+    parser.add_argument("--samples-per-comp", type=int, default=32)
+    parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
+    parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+
+
+def start_run(parser, args, model):
+    """Validate flags, pick the device, guard the run folder, write config.json."""
+    for name in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if args.eval_every > args.steps:
+        parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        parser.error(f"--lr must be a positive number, got {args.lr}")
+    if not 0 <= args.cond_drop < 1:
+        parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
+    args.device = resolve_device(args.device)
+    checkpoint = os.path.join(args.out, "ckpt.pt")
+    if args.resume and not os.path.exists(checkpoint):
+        parser.error(f"--resume: no checkpoint at {checkpoint}")
+    if not args.resume and os.path.exists(os.path.join(args.out, "metrics.jsonl")):
+        parser.error(f"{args.out} already holds a run; pass --resume to continue it, or --out NEW_FOLDER")
+    config = dict(vars(args), model=model)
+    if args.resume:                                      # refuse before config.json is touched
+        check_resumable(args.out, model, config)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    return config
+
+
+def evaluation_steps(steps, first):
+    """first, first*sqrt2, first*2, ... and the last step: evenly spaced in log(step)."""
+    points, k = {steps}, 0
+    while round(first * 2 ** (k / 2)) < steps:
+        points.add(int(round(first * 2 ** (k / 2))))
+        k += 1
+    return points
+
+
+def read_metrics(out):
+    path = os.path.join(out, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def record(out, step, loss, images, factors, title):
+    """Judge one evaluation's samples; write metrics.jsonl, samples/step_N.npz, samples.npz/png, curves.png."""
+    images = (np.clip(np.asarray(images, dtype=np.float32), 0, 1) * 255).round().astype(np.uint8)
+    factors = np.asarray(factors, dtype=np.int64)
+    metrics = dict(step=step, loss=float(loss), **probe.evaluate(images, factors))
+    with open(os.path.join(out, "metrics.jsonl"), "a") as f:
+        f.write(json.dumps(metrics) + "\n")
+    os.makedirs(os.path.join(out, "samples"), exist_ok=True)      # kept, so that a new judge can rejudge
+    np.savez_compressed(os.path.join(out, "samples", f"step_{step}.npz"), images=images, factors=factors)
+    np.savez_compressed(os.path.join(out, "samples.npz"), images=images, factors=factors)
+    save_samples_png(os.path.join(out, "samples.png"), images, factors, title=f"{title}, step {step}")
+    save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title)
+    return metrics
+
+
+def rejudge(out):
+    """Recompute every reading of a run from its kept samples (samples/step_N.npz); loss is kept."""
+    old = {m["step"]: m for m in read_metrics(out)}
+    if not old:
+        raise SystemExit(f"error: {out} holds no metrics.jsonl to rejudge")
+    missing = [step for step in old if not os.path.exists(os.path.join(out, "samples", f"step_{step}.npz"))]
+    if missing:
+        raise SystemExit(f"error: {out} has no kept samples for steps {missing}; run it again to rejudge it")
+    history = []
+    for step in sorted(old):
+        saved = np.load(os.path.join(out, "samples", f"step_{step}.npz"))
+        history.append(dict(step=step, loss=old[step]["loss"], **probe.evaluate(saved["images"], saved["factors"])))
+    temporary = os.path.join(out, "metrics.jsonl.tmp")
+    with open(temporary, "w") as f:
+        f.writelines(json.dumps(m) + "\n" for m in history)
+    os.replace(temporary, os.path.join(out, "metrics.jsonl"))
+    title = os.path.basename(os.path.normpath(out))
+    save_samples_png(os.path.join(out, "samples.png"), saved["images"], saved["factors"],
+                     title=f"{title}, step {history[-1]['step']}")
+    save_curves_png(os.path.join(out, "curves.png"), history, title=title)
+    return history
+
+
+def check_finite(loss, step, out):
+    """Stop at once on a non-finite loss, saying where the last good checkpoint is."""
+    if not torch.isfinite(loss):
+        kept = os.path.exists(os.path.join(out, "ckpt.pt"))
+        where = f"the last good checkpoint is kept in {out}" if kept else "no checkpoint was written yet"
+        raise SystemExit(f"error: loss is {loss.item()} at step {step}; {where}; try a lower --lr")
+
+
+def save_checkpoint(out, **state):
+    """ckpt.pt, written atomically."""
+    data.save_atomic(state, os.path.join(out, "ckpt.pt"))
+
+
+def check_resumable(out, model, config):
+    """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
+    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True).get("config", {})
+    if saved.get("model") != model:
+        raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
+    for key in [k for k in saved if k not in ("device", "resume", "out", "steps") and k in config]:
+        if saved[key] != config[key]:
+            raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks {config[key]!r}; "
+                             f"use the same settings to resume, or a new --out")
+
+
+def load_checkpoint(out):
+    """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed."""
+    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
+    kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
+    with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(m) + "\n" for m in kept)
+    return state
+
+
+def run(model, config, train):
+    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
+    print(f"{model}: device {config['device']}, run folder {config['out']}")
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    report(metrics)
+
+
+def report(metrics):
+    """The per-composition table (three readings) and the closing line of the contract."""
+    print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} {'probe':>6}")
+    for code in data.COMPOSITIONS:
+        print(f"{code:>5}  {probe.describe(code):<20} {data.split_of(code):<7} {100 * metrics['acc'][code]:7.1f}% "
+              f"{100 * metrics['fidelity'][code]:7.1f}% {100 * metrics['probe_acc'][code]:5.1f}%")
+    for name, reading in (("fidelity", "fidelity"), ("probe alone", "probe_acc")):
+        means = probe.split_means(metrics[reading])
+        print(f"{name}: seen {100 * means['seen']:.1f} | level-1 {100 * means['level1']:.1f} | "
+              f"level-2 {100 * means['level2']:.1f}")
+    print(f"not one legible object {100 * metrics['malformed']:.1f}% | retrieval 1-NN {100 * metrics['retrieval_1nn']:.1f}%")
+    print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")

@@ -1,0 +1,65 @@
+"""The shared run plumbing (runs.py): the run files, kept samples and rejudging."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import data
+import probe
+import runs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def real():
+    return data.make_dataset(data.COMPOSITIONS, 8, seed=probe.HELD_OUT_SEED + 9)
+
+
+def test_evaluation_steps_are_log_spaced_and_end_at_the_last_step():
+    steps = sorted(runs.evaluation_steps(3000, 250))
+    assert steps[0] == 250 and steps[-1] == 3000
+    ratios = np.diff(np.log(steps[:-1]))
+    assert np.allclose(ratios, np.log(2) / 2, atol=0.01)
+    assert runs.evaluation_steps(5, 5) == {5}
+
+
+def test_record_writes_the_run_files_and_keeps_every_evaluations_samples(tmp_path, real):
+    images, bits, _ = real
+    for step in (10, 20):
+        metrics = runs.record(str(tmp_path), step, 0.5, images, bits, title="test")
+    lines = [json.loads(l) for l in open(tmp_path / "metrics.jsonl")]
+    assert [l["step"] for l in lines] == [10, 20]
+    for key in ("step", "loss", "acc", "fidelity", "probe_acc", "seen", "level1", "level2", "malformed"):
+        assert key in lines[-1], key
+    for step in (10, 20):
+        kept = np.load(tmp_path / "samples" / f"step_{step}.npz")
+        assert kept["images"].dtype == np.uint8 and kept["images"].shape == (64, 32, 32, 3)
+        assert kept["factors"].dtype == np.int64 and (kept["factors"] == bits).all()
+    assert os.path.getsize(tmp_path / "samples.png") > 1000 and os.path.getsize(tmp_path / "curves.png") > 1000
+    assert metrics == lines[-1]
+
+
+def test_rejudge_reproduces_the_metrics_from_the_kept_samples(tmp_path, real):
+    images, bits, _ = real
+    runs.record(str(tmp_path), 10, 0.7, images[::-1] * 0, bits[::-1], title="test")   # blank: all wrong
+    runs.record(str(tmp_path), 20, 0.5, images, bits, title="test")
+    before = runs.read_metrics(str(tmp_path))
+    with open(tmp_path / "metrics.jsonl", "w") as f:                       # an older judge's numbers
+        f.writelines(json.dumps(dict(m, acc={c: 0.5 for c in m["acc"]}, seen=0.5)) + "\n" for m in before)
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "probe.py"), "rejudge", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert runs.read_metrics(str(tmp_path)) == before
+    assert before[0]["seen"] == 0 and before[1]["seen"] == 1.0
+    assert "step 20: seen 100.0" in result.stdout
+
+
+def test_rejudge_refuses_a_run_without_kept_samples(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 5, "loss": 1.0}) + "\n")
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "probe.py"), "rejudge", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "no kept samples for steps [5]" in result.stderr
