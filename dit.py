@@ -73,6 +73,11 @@ def sincos_positions(width, side):
     return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
 
 
+def modulate(x, shift, scale):
+    """adaLN: the condition shifts and scales the normalised activations."""
+    return x * (1 + scale) + shift
+
+
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one."""
 
@@ -103,10 +108,18 @@ class Block(nn.Module):
 
     def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
         shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
-        h = self.norm1(x) * (1 + scale1) + shift1
+        h = modulate(self.norm1(x), shift1, scale1)
         x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
-        h = self.norm2(x) * (1 + scale2) + shift2
+        h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
+
+
+def timestep_embedding(t, width):
+    """Sinusoidal features of the diffusion time t (B,) -> (B, width)."""
+    half = width // 2
+    frequency = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
+    angles = 1000 * t[:, None] * frequency                                  # (B, D/2)
+    return torch.cat([angles.sin(), angles.cos()], 1)
 
 
 class DiT(nn.Module):
@@ -126,15 +139,12 @@ class DiT(nn.Module):
 
     def forward(self, x_t, t, values, present):
         """Predicts the clean tokens x_0 (B, T, C) from x_t, the time t (B,) and the condition."""
-        half = self.time[0].in_features // 2
-        frequency = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
-        angles = 1000 * t[:, None] * frequency                              # (B, D/2)
-        c = self.time(torch.cat([angles.sin(), angles.cos()], 1)) + self.condition(values, present)
+        c = self.time(timestep_embedding(t, self.time[0].in_features)) + self.condition(values, present)
         h = self.embed(x_t) + self.positions                                # (B, T, D)
         for block in self.blocks:
             h = block(h, c)
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        return self.head(self.final_norm(h) * (1 + scale) + shift)
+        return self.head(modulate(self.final_norm(h), shift, scale))
 
 
 # ------------------------------------------------------------------------ flow matching

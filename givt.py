@@ -84,6 +84,11 @@ def sincos_positions(width, side):
     return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
 
 
+def modulate(x, shift, scale):
+    """adaLN: the condition shifts and scales the normalised activations."""
+    return x * (1 + scale) + shift
+
+
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one."""
 
@@ -114,10 +119,13 @@ class Block(nn.Module):
 
     def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
         shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
-        h = self.norm1(x) * (1 + scale1) + shift1
+        h = modulate(self.norm1(x), shift1, scale1)
         x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
-        h = self.norm2(x) * (1 + scale2) + shift2
+        h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
+
+
+SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
 
 
 class GIVT(nn.Module):
@@ -146,7 +154,7 @@ class GIVT(nn.Module):
         for block in self.blocks:
             h = block(h, c)
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        out = self.head(self.final_norm(h) * (1 + scale) + shift)
+        out = self.head(modulate(self.final_norm(h), shift, scale))
         k, dims = self.components, self.components * self.token_dim
         logits, means, scales = out.split([k, dims, dims], -1)
         means = means.unflatten(-1, (k, self.token_dim))                    # (B, T, K, C)
@@ -155,9 +163,6 @@ class GIVT(nn.Module):
 
 
 # ----------------------------------------------------------------- masking and the mixture
-SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
-
-
 
 def mask_ratio(r):
     """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
@@ -239,6 +244,15 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
+def remask_count(s, steps, tokens, masked):
+    """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
+    least one fewer than are hidden now (so every step commits a token, even when the cosine
+    schedule would not) and none after the last step."""
+    if s == steps - 1:
+        return 0
+    return min(int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens)), int(masked.sum(1).min()) - 1)
+
+
 @torch.no_grad()
 def sample(model, values, present, token_dim, steps, generator, unmask="random", choice_temperature=4.5,
            temperature=1.0, tokens=64):
@@ -262,8 +276,7 @@ def sample(model, values, present, token_dim, steps, generator, unmask="random",
         else:                                                               # a random order
             confidence = torch.rand(masked.shape, generator=generator).to(device)
         confidence = confidence.masked_fill(~masked, math.inf)              # decoded tokens stay
-        remask = int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens))
-        remask = min(remask, int(masked.sum(1).min()) - 1) if s < steps - 1 else 0
+        remask = remask_count(s, steps, tokens, masked)
         x = torch.where(masked[..., None], drawn, x)
         masked = torch.zeros_like(masked)
         if remask > 0:

@@ -75,12 +75,13 @@ def make_predictors(width, layers):
 def jepa_losses(model, target, predictors, ids, values, present, generator, layers):
     """(cross-entropy, JEPA loss) on one batch; the mask is drawn exactly as maskgit.py draws it."""
     mask = random_mask(*ids.shape, generator).to(ids.device)
-    logits, context = model(ids.masked_fill(mask, model.mask_id), values, present, hidden_layers=layers)
-    cross_entropy = F.cross_entropy(logits[mask].float(), ids[mask])
+    c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
+    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask].float(), ids[mask])
     with torch.no_grad():                                                   # stop-gradient
-        _, targets = target(ids, values, present, hidden_layers=layers)     # the full input
-    jepa = sum(F.mse_loss(predictor(h[mask]).float(), F.layer_norm(t[mask].float(), t.shape[-1:]))
-               for predictor, h, t in zip(predictors, context, targets)) / len(layers)
+        _, targets = target.hidden_states(ids, values, present)             # the full input
+    jepa = sum(F.mse_loss(predictor(context[layer][mask]).float(),
+                          F.layer_norm(targets[layer][mask].float(), (context[layer].shape[-1],)))
+               for predictor, layer in zip(predictors, layers)) / len(layers)
     return cross_entropy, jepa
 
 
@@ -131,7 +132,7 @@ def train(config):
             for p_ema, p_target, p in zip(ema.parameters(), target.parameters(), model.parameters()):
                 p_ema.lerp_(p, 1 - decay)
                 p_target.lerp_(p, 1 - momentum)                             # the target's only update
-        progress.set_postfix(loss=f"{cross_entropy.item():.4f}", jepa=f"{jepa.item():.4f}")
+        progress.set_postfix(loss=f"{loss.item():.4f}", ce=f"{cross_entropy.item():.4f}", jepa=f"{jepa.item():.4f}")
         if step + 1 in evaluations:
             metrics = maskgit.evaluate(ema, codebook, config, step + 1, loss.item())
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "

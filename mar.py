@@ -79,6 +79,11 @@ def sincos_positions(width, side):
     return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
 
 
+def modulate(x, shift, scale):
+    """adaLN: the condition shifts and scales the normalised activations."""
+    return x * (1 + scale) + shift
+
+
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one."""
 
@@ -109,9 +114,9 @@ class Block(nn.Module):
 
     def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
         shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
-        h = self.norm1(x) * (1 + scale1) + shift1
+        h = modulate(self.norm1(x), shift1, scale1)
         x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
-        h = self.norm2(x) * (1 + scale2) + shift2
+        h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
 
 
@@ -136,7 +141,7 @@ class ResidualBlock(nn.Module):
 
     def forward(self, h, c):                                                # h, c (N, D)
         shift, scale, gate = self.modulation(F.silu(c)).chunk(3, -1)
-        return h + gate * self.mlp(self.norm(h) * (1 + scale) + shift)
+        return h + gate * self.mlp(modulate(self.norm(h), shift, scale))
 
 
 class DiffusionHead(nn.Module):
@@ -160,7 +165,7 @@ class DiffusionHead(nn.Module):
         for block in self.blocks:
             h = block(h, c)
         shift, scale = self.final_modulation(F.silu(c)).chunk(2, -1)
-        return self.out(self.final_norm(h) * (1 + scale) + shift)
+        return self.out(modulate(self.final_norm(h), shift, scale))
 
 
 class MAR(nn.Module):
@@ -183,7 +188,7 @@ class MAR(nn.Module):
         for block in self.blocks:
             h = block(h, c)
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        return self.head(self.final_norm(h) * (1 + scale) + shift)
+        return self.head(modulate(self.final_norm(h), shift, scale))
 
 
 # ------------------------------------------------------------ masking and per-token diffusion
@@ -274,6 +279,15 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
+def remask_count(s, steps, tokens, masked):
+    """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
+    least one fewer than are hidden now (so every step commits a token, even when the cosine
+    schedule would not) and none after the last step."""
+    if s == steps - 1:
+        return 0
+    return min(int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens)), int(masked.sum(1).min()) - 1)
+
+
 @torch.no_grad()
 def denoise(model, z, token_dim, steps, generator, temperature=1.0):
     """DDPM ancestral sampling of one token per row of z (N, D), from t = 1 to t = 0."""
@@ -301,8 +315,7 @@ def sample(model, values, present, token_dim, steps, generator, diffusion_steps=
     for s in range(steps):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             z = model(x, masked, values.to(device), present.to(device)).float()
-        remask = int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens))
-        remask = min(remask, int(masked.sum(1).min()) - 1) if s < steps - 1 else 0
+        remask = remask_count(s, steps, tokens, masked)
         order = torch.rand(masked.shape, generator=generator).to(device).masked_fill(~masked, math.inf)
         still_masked = torch.zeros_like(masked).scatter(1, order.argsort(1)[:, :remask], True)
         commit = masked & ~still_masked                                     # (B, T) this step's tokens

@@ -58,6 +58,11 @@ def sincos_positions(width, side):
     return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
 
 
+def modulate(x, shift, scale):
+    """adaLN: the condition shifts and scales the normalised activations."""
+    return x * (1 + scale) + shift
+
+
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one."""
 
@@ -88,9 +93,9 @@ class Block(nn.Module):
 
     def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
         shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
-        h = self.norm1(x) * (1 + scale1) + shift1
+        h = modulate(self.norm1(x), shift1, scale1)
         x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
-        h = self.norm2(x) * (1 + scale2) + shift2
+        h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
 
 
@@ -109,21 +114,25 @@ class MaskGIT(nn.Module):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
 
-    def forward(self, ids, values, present, hidden_layers=()):
-        """Logits (B, T, V) over the codebook at every position of ids (B, T), [MASK] allowed.
-
-        hidden_layers: block indices whose outputs (B, T, D) are returned as well (for JEPA).
-        """
+    def hidden_states(self, ids, values, present):
+        """The condition c (B, D) and every block's output, a list of depth (B, T, D) tensors."""
         c = self.condition(values, present)                                 # (B, D)
         h = self.embed(ids) + self.positions                                # (B, T, D)
-        hidden = []
-        for index, block in enumerate(self.blocks):
+        states = []
+        for block in self.blocks:
             h = block(h, c)
-            if index in hidden_layers:
-                hidden.append(h)
+            states.append(h)
+        return c, states
+
+    def readout(self, h, c):
+        """Logits (B, T, V) over the codebook from the last block's output h (B, T, D)."""
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        logits = self.head(self.final_norm(h) * (1 + scale) + shift)
-        return (logits, hidden) if hidden_layers else logits
+        return self.head(modulate(self.final_norm(h), shift, scale))
+
+    def forward(self, ids, values, present):
+        """Logits (B, T, V) at every position of ids (B, T), [MASK] allowed."""
+        c, states = self.hidden_states(ids, values, present)
+        return self.readout(states[-1], c)
 
 
 # ------------------------------------------------------------------------------ masking
@@ -199,6 +208,15 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
+def remask_count(s, steps, tokens, masked):
+    """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
+    least one fewer than are hidden now (so every step commits a token, even when the cosine
+    schedule would not) and none after the last step."""
+    if s == steps - 1:
+        return 0
+    return min(int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens)), int(masked.sum(1).min()) - 1)
+
+
 @torch.no_grad()
 def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5, tokens=64):
     """Parallel decoding: start all [MASK]; at step s sample every masked id, keep the most
@@ -218,8 +236,7 @@ def sample(model, values, present, steps, generator, unmask="confidence", choice
         else:                                                               # a random order
             confidence = torch.rand(ids.shape, generator=generator).to(device)
         confidence = confidence.masked_fill(~masked, math.inf)              # decoded ids stay
-        remask = int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens))
-        remask = min(remask, int(masked.sum(1).min()) - 1) if s < steps - 1 else 0
+        remask = remask_count(s, steps, tokens, masked)
         ids = torch.where(masked, drawn, ids)
         if remask > 0:
             lowest = confidence.argsort(1)[:, :remask]                      # least confident
