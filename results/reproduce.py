@@ -55,7 +55,7 @@ LADDER = ["maskgit", "givt", "mar", "dit"]
 # One of these small runs alone leaves a GPU mostly waiting: on an H200, dit.py trained at 41 steps/s alone,
 # 91 / 181 / 258 steps/s in all with 2 / 4 / 8 copies sharing it (`bash results/rate_scan.sh`, see the README).
 RUNS_PER_GPU = 8
-# The paper's Shapes2D figures where it gives them (seen / level-1 / level-2, %); see ../shared/PAPER.md.
+# The paper's Shapes2D figures where it gives them (seen / level-1 / level-2, %); source and wording: results/paper.md (arXiv 2510.03075).
 PAPER = {
     "maskgit": "85.6 / 52.4 / 0.7 (Table 4); level-2 peaks near 14% at ~3k steps, ~0 by 60k",
     "givt": "level-2 about 50-85 (curves)",

@@ -139,8 +139,11 @@ def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path):
     deadline = time.time() + 240
     while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline:
         time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be killed"
     process.kill()
     process.wait()
+    steps_before = [json.loads(l)["step"] for l in open(broken / "metrics.jsonl")]
+    assert steps_before and steps_before[-1] < 12                           # killed part-way
     resumed = run(script, *args, "--out", str(broken), "--resume")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
@@ -157,13 +160,39 @@ def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
     assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", result.stderr), result.stderr[-500:]
 
 
+KILL_MID_WRITE = """
+import os, signal, sys, torch
+import data
+real_save, calls = torch.save, []
+def save_then_die(state, path):                  # the second checkpoint: half written, then SIGKILL
+    if str(path).endswith("ckpt.pt.tmp"):
+        calls.append(path)
+    if len(calls) == 2 and str(path).endswith("ckpt.pt.tmp"):
+        with open(path, "wb") as f:
+            f.write(b"half a checkpoint")
+            f.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_save(state, path)
+torch.save = save_then_die
+sys.argv = ["dit.py"] + sys.argv[1:]
+import dit
+dit.main(sys.argv[1:])
+"""
+
+
 def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path):
-    """A kill mid-write leaves only ckpt.pt.tmp behind (write, then rename); resume ignores and replaces it."""
-    out = tmp_path / "run"
-    assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
-    (out / "ckpt.pt.tmp").write_bytes((out / "ckpt.pt").read_bytes()[:1000])  # half a file
-    resumed = run("dit.py", *FAST[:1], "6", *FAST[2:], "--out", str(out), "--resume")
+    """The process dies in the middle of writing its second checkpoint: the first stays whole,
+    and resuming from it ends where an unbroken run ends."""
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    assert run("dit.py", *FAST, "--out", str(whole)).returncode == 0
+    killed = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *FAST, "--out", str(broken)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-1000:]
+    assert (broken / "ckpt.pt.tmp").read_bytes() == b"half a checkpoint"
+    assert torch.load(broken / "ckpt.pt", weights_only=True)["step"] == 2           # the first, whole
+    resumed = run("dit.py", *FAST, "--out", str(broken), "--resume")
     assert resumed.returncode == 0, resumed.stderr[-1000:]
-    assert [json.loads(l)["step"] for l in open(out / "metrics.jsonl")] == [2, 3, 4, 6]
-    assert not (out / "ckpt.pt.tmp").exists()
-    assert torch.load(out / "ckpt.pt", weights_only=True)["step"] == 6
+    assert not (broken / "ckpt.pt.tmp").exists()
+    a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
+    b = [json.loads(l) for l in open(broken / "metrics.jsonl")]
+    assert [m["step"] for m in b] == [2, 3, 4] and [m["acc"] for m in a] == [m["acc"] for m in b]

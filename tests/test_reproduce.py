@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "results", "reproduce.py")
 
@@ -101,11 +103,24 @@ def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_the_rate_scan_reports_steps_per_second(tmp_path):
-    environment = dict(os.environ, DEVICE="cpu", COUNTS="1", SECONDS_EACH="30", LOGS=str(tmp_path),
-                       PYTHON=sys.executable)
+FAKE_RUN = """
+import sys, time
+seed = int(sys.argv[sys.argv.index("--seed") + 1])
+print(f"dit:   1%|  5/1000 [00:01<00:10, {1.5 * seed:.2f}it/s]", end="\\r", flush=True)
+time.sleep(60)                                   # until rate_scan.sh interrupts it
+"""
+
+
+def test_the_rate_scan_launches_w_copies_and_sums_their_rates(tmp_path):
+    """rate_scan.sh against a stand-in for dit.py that reports a known rate (1.5 x its seed)."""
+    fake = tmp_path / "fake_python.sh"
+    (tmp_path / "fake_run.py").write_text(FAKE_RUN)
+    fake.write_text(f"#!/bin/bash\nshift\nexec {sys.executable} {tmp_path / 'fake_run.py'} \"$@\"\n")
+    fake.chmod(0o755)
+    environment = dict(os.environ, DEVICE="cpu", COUNTS="1 2", SECONDS_EACH="3", LOGS=str(tmp_path / "logs"),
+                       PYTHON=str(fake))
     result = subprocess.run(["bash", os.path.join(ROOT, "results", "rate_scan.sh")], env=environment,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-1000:]
-    rate = float(result.stdout.split("total ")[-1])
-    assert result.stdout.startswith("W=1 per-run it/s: ") and rate > 0, result.stdout
+    assert result.stdout.splitlines() == ["W=1 per-run it/s: 1.50 | total 1.5",
+                                          "W=2 per-run it/s: 1.50 3.00 | total 4.5"], result.stdout
