@@ -8,6 +8,7 @@ A generator calls, in order:
 import json
 import math
 import os
+import time
 
 import numpy as np
 import torch
@@ -16,6 +17,7 @@ import data
 import probe
 
 SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
+_CLOCK = {"start": time.time(), "before": 0.0}      # wall time of the run, resumed runs included
 
 
 # ------------------------------------------------------------------------------ pictures
@@ -157,7 +159,8 @@ def record(out, step, loss, images, factors, title):
     """Judge one evaluation's samples; write metrics.jsonl, samples/step_N.npz, samples.npz/png, curves.png."""
     images = (np.clip(np.asarray(images, dtype=np.float32), 0, 1) * 255).round().astype(np.uint8)
     factors = np.asarray(factors, dtype=np.int64)
-    metrics = dict(step=step, loss=float(loss), **probe.evaluate(images, factors))
+    seconds = round(_CLOCK["before"] + time.time() - _CLOCK["start"], 1)    # until these samples were drawn
+    metrics = dict(step=step, loss=float(loss), seconds=seconds, **probe.evaluate(images, factors))
     with open(os.path.join(out, "metrics.jsonl"), "a") as f:
         f.write(json.dumps(metrics) + "\n")
     os.makedirs(os.path.join(out, "samples"), exist_ok=True)      # kept, so that a new judge can rejudge
@@ -179,7 +182,8 @@ def rejudge(out):
     history = []
     for step in sorted(old):
         saved = np.load(os.path.join(out, "samples", f"step_{step}.npz"))
-        history.append(dict(step=step, loss=old[step]["loss"], **probe.evaluate(saved["images"], saved["factors"])))
+        kept = {key: old[step][key] for key in ("loss", "seconds") if key in old[step]}
+        history.append(dict(step=step, **kept, **probe.evaluate(saved["images"], saved["factors"])))
     temporary = os.path.join(out, "metrics.jsonl.tmp")
     with open(temporary, "w") as f:
         f.writelines(json.dumps(m) + "\n" for m in history)
@@ -219,6 +223,7 @@ def load_checkpoint(out):
     """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed."""
     state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
     kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
+    _CLOCK["before"] = kept[-1].get("seconds", 0.0) if kept else 0.0
     with open(os.path.join(out, "metrics.jsonl"), "w") as f:
         f.writelines(json.dumps(m) + "\n" for m in kept)
     return state
@@ -227,6 +232,7 @@ def load_checkpoint(out):
 def run(model, config, train):
     """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
     print(f"{model}: device {config['device']}, run folder {config['out']}")
+    _CLOCK.update(start=time.time(), before=0.0)
     try:
         metrics = train(config)
     except KeyboardInterrupt:
