@@ -1,12 +1,20 @@
-"""Copy the pictures of finished runs into results/ and write results/table.md from their metrics.
+"""Collect finished runs into a committed results folder: their pictures, final samples and
+metrics, and tables of the three readings, means over seeds and the time to composition.
 
-    python results/collect.py runs/dit runs/maskgit ...   # default: every folder under runs/
+    python probe.py rejudge runs/dit runs/dit-seed1 ...                      # today's judge first
+    python results/collect.py --to results/default runs/dit runs/dit-seed1 ...
+
+Runs that differ only in --seed (and --out) are one setting; its table row is the mean
+(± std) over them. The time to composition is the first evaluation at which level-2's
+composition reading reaches 50% and 90%, with the run's wall time at that evaluation.
 """
-import glob
+import argparse
 import json
 import os
 import shutil
 import sys
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -14,31 +22,108 @@ import data  # noqa: E402
 import probe  # noqa: E402
 import runs  # noqa: E402
 
+READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
+IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a setting's name
+DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "unmask": None}
 
-def main(folders):
-    rows = ["| run | command flags | steps | seen | level-1 | level-2 | malformed | 1-NN | "
-            + " | ".join(data.COMPOSITIONS) + " |", "|" + "---|" * 16]
-    for folder in folders:
-        metrics = runs.read_metrics(folder)
-        if not metrics:
-            continue
+
+def setting(config):
+    """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
+    the defaults the scripts print (seed, folder and device left out)."""
+    flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
+             for k, v in sorted(config.items())
+             if k in ("cond", "tokenizer", "unmask", "jepa_weight", "jepa_layers") and DEFAULTS.get(k, v) != v]
+    return " ".join([f"{config['model']}.py", *flags])
+
+
+def first_reaching(history, mark):
+    """(step, minutes) of the first evaluation whose level-2 composition reading is >= mark."""
+    for m in history:
+        if m["level2"] >= mark:
+            return m["step"], m.get("seconds", float("nan")) / 60
+    return None
+
+
+def minutes(value):
+    return "not recorded" if value != value else f"{value:.1f} min"
+
+
+def mean_std(values, scale=100):
+    values = scale * np.asarray(values, dtype=float)
+    return f"{values.mean():.1f}" if len(values) == 1 else f"{values.mean():.1f} ± {values.std():.1f}"
+
+
+def draw(path, groups):
+    """Level-1 (dashed) and level-2 (solid), composition reading, over training: mean over seeds."""
+    plt = runs.pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for (name, members), color in zip(groups.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3):
+        steps = sorted(set.intersection(*[{m["step"] for m in history} for _, _, history in members]))
+        for split, style in (("level2", "-"), ("level1", "--")):
+            mean = [100 * np.mean([next(m[split] for m in history if m["step"] == s) for _, _, history in members])
+                    for s in steps]
+            ax.plot(steps, mean, style, color=color, marker="o", markersize=3,
+                    label=f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''})" if split == "level2" else None)
+    runs.log_step_axis(ax)
+    ax.set_ylabel("composed (%): level-2 solid, level-1 dashed")
+    ax.set_ylim(-3, 103)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--to", required=True, help="results folder to write (committed)")
+    parser.add_argument("folders", nargs="+", help="run folders")
+    args = parser.parse_args(argv)
+    os.makedirs(args.to, exist_ok=True)
+    groups = {}
+    for folder in args.folders:
+        history = runs.read_metrics(folder)
+        if not history:
+            raise SystemExit(f"error: {folder} has no metrics.jsonl")
         config = json.load(open(os.path.join(folder, "config.json")))
         name = os.path.basename(os.path.normpath(folder))
-        last = metrics[-1]
-        flags = " ".join(f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
-                         for k, v in sorted(config.items())
-                         if k in ("cond", "unmask", "tokenizer", "jepa_weight", "jepa_layers", "steps"))
-        rows.append(f"| {name} | `{config['model']}.py` {flags} | {last['step']} | {100 * last['seen']:.1f} | "
-                    f"{100 * last['level1']:.1f} | {100 * last['level2']:.1f} | {100 * last['malformed']:.1f} | "
-                    f"{100 * last['retrieval_1nn']:.1f} | "
-                    + " | ".join(f"{100 * last['acc'][c]:.0f}" for c in data.COMPOSITIONS) + " |")
+        kept = os.path.join(args.to, "runs", name)
+        os.makedirs(kept, exist_ok=True)
+        for file in ("metrics.jsonl", "config.json", "samples.npz"):
+            shutil.copy(os.path.join(folder, file), os.path.join(kept, file))
         for picture in ("samples.png", "curves.png"):
-            shutil.copy(os.path.join(folder, picture), os.path.join(HERE, f"{name}-{picture}"))
-    with open(os.path.join(HERE, "table.md"), "w") as f:
-        f.write("Judged accuracy (%) at each run's last evaluation; written by results/collect.py\n\n")
-        f.write("\n".join(rows) + "\n")
-    print("\n".join(rows))
+            shutil.copy(os.path.join(folder, picture), os.path.join(args.to, f"{name}-{picture}"))
+        groups.setdefault(setting(config), []).append((name, config, history))
+    lines = [f"Written by `python results/collect.py --to {args.to} {' '.join(args.folders)}`, from each run's "
+             "last evaluation (32 samples per composition unless the run says otherwise), judged by probe.py.", "",
+             "## The three readings (%): composed / fidelity / probe", "",
+             "| setting | seeds | steps | wall time | seen | level-1 | level-2 | not legible | "
+             + " | ".join(data.COMPOSITIONS) + " (composed) |",
+             "|" + "---|" * 16]
+    for name, members in groups.items():
+        finals = [history[-1] for _, _, history in members]
+        cells = []
+        for split in ("seen", "level1", "level2"):
+            cells.append(" / ".join(mean_std([probe.split_means(f[key])[split] for f in finals]) for _, key in READINGS))
+        wall = [f.get("seconds", float("nan")) / 60 for f in finals]
+        lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
+                     f"{minutes(np.mean(wall))} | " + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} | "
+                     + " | ".join(mean_std([f['acc'][c] for f in finals]) for c in data.COMPOSITIONS) + " |")
+    lines += ["", "## Time to composition: the first evaluation where level-2 (composed) reaches 50% and 90%", "",
+              "| setting | seed | 50%: step (wall time) | 90%: step (wall time) | level-2 at the end |",
+              "|---|---|---|---|---|"]
+    for name, members in groups.items():
+        for run_name, config, history in members:
+            cells = []
+            for mark in (0.5, 0.9):
+                reached = first_reaching(history, mark)
+                cells.append(f"{reached[0]} ({minutes(reached[1])})" if reached else f"not reached by step {history[-1]['step']}")
+            lines.append(f"| `{name}` | {config['seed']} | {cells[0]} | {cells[1]} | {100 * history[-1]['level2']:.1f} |")
+    draw(os.path.join(args.to, "novel.png"), groups)
+    lines += ["", "![level-1 and level-2 over training](novel.png)"]
+    with open(os.path.join(args.to, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or sorted(glob.glob("runs/*/")))
+    main()
