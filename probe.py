@@ -39,7 +39,7 @@ GALLERY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "gal
 LEGIBLE = dict(         # set by the calibration suite (calibration_images), not by model samples
     min_area=6,              # pixels of the object (fewer: blank)
     max_second_area=2,       # pixels of any second object
-    max_chimera=0.08,        # fraction of the object's pixels in the other class colour
+    max_chimera=0.05,        # fraction of the object's pixels in the other class colour
     max_color_error=0.25,    # per channel, from the nearest class colour
     sizes=(3.6, 11.5),       # fitted size s in pixels (the world: 4.5-5.5 and 8-9.5)
     max_reach=1.3,           # pixels the outline may stray out of / into the fitted shape
@@ -212,7 +212,9 @@ def read_objects(images):
     smooth = _median3(brightness)
     level = np.array([np.percentile(b[b > 0.25], 90) if (b > 0.25).sum() >= 4 else 1.0 for b in smooth])
     smooth_alpha = np.clip(smooth / level[:, None, None], 0, 1)            # coverage, salt removed
-    labels = _components(smooth_alpha > 0.5)
+    chroma = images.max(-1) - images.min(-1)                               # 0 for grey or white specks
+    covered = (brightness > 0.5 * level[:, None, None]) & (chroma > 0.2 * level[:, None, None])
+    labels = _components(covered)                                          # thin parts kept, white salt not
     areas = np.stack([np.bincount(image.ravel(), minlength=labels[0].size + 1)[1:] for image in labels])
     order = np.argsort(-areas, 1)
     main = labels == order[:, :1, None] + 1                                # the largest object
@@ -233,7 +235,7 @@ def read_objects(images):
     local = 9 * torch.nn.functional.avg_pool2d(misfit, 3, 1, 1).abs().reshape(n, -1).amax(1).numpy()
     blue = color[:, 2] > color[:, 0]
     redness = images[..., 0] - images[..., 2]
-    counted = main & (smooth_alpha > 0.5)
+    counted = main & covered
     other_color = np.where(blue[:, None, None], redness > 0.2, redness < -0.2) & counted
     small = fit["size"] < (data.SIZE_RANGES[0, 0] + data.SIZE_RANGES[1, 1]) / 2        # nearer small than big
     return dict(bits=np.stack([fit["w"] >= 0.5, blue, small], 1).astype(np.int64),

@@ -27,6 +27,7 @@ sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import probe  # noqa: E402
 import runs  # noqa: E402
+from collect import first_reaching, minutes  # noqa: E402
 
 BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evaluation and data sizes
     "tiny": dict(steps=4, long_steps=8, eval_every=2, samples_per_comp=2, train_per_comp=100, batch_size=8,
@@ -180,9 +181,18 @@ def finals(runs_dir, name, seeds, step=None):
     return [m for history in histories for m in history if m["step"] == step]
 
 
-def table(runs_dir, names, seeds, budget, columns=("seen", "level1", "level2", "malformed", "retrieval_1nn"),
-          paper=True, step=None):
-    header = {"seen": "seen", "level1": "level-1", "level2": "level-2", "malformed": "malformed",
+def value(metrics, column):
+    """A column of a table from one evaluation: the composition reading's split means, or level-2
+    of the fidelity and probe readings."""
+    if column in ("fidelity_level2", "probe_level2"):
+        return probe.split_means(metrics["fidelity" if column == "fidelity_level2" else "probe_acc"])["level2"]
+    return metrics[column]
+
+
+def table(runs_dir, names, seeds, budget, paper=True, step=None,
+          columns=("seen", "level1", "level2", "fidelity_level2", "probe_level2", "malformed", "retrieval_1nn")):
+    header = {"seen": "seen", "level1": "level-1", "level2": "level-2", "malformed": "not legible",
+              "fidelity_level2": "level-2 fidelity", "probe_level2": "level-2 probe",
               "retrieval_1nn": "1-NN retrieval", "retrieval_5nn": "5-NN retrieval"}
     rows = ["| run | command | " + " | ".join(header[c] for c in columns) + " | the paper |",
             "|---|---|" + "---|" * len(columns) + "---|"]
@@ -192,7 +202,7 @@ def table(runs_dir, names, seeds, budget, columns=("seen", "level1", "level2", "
             continue
         script, flags = RUNS[name]
         rows.append(f"| {name} | `{' '.join([script, *flags])} --steps {budget['steps']}` | "
-                    + " | ".join(mean_std([100 * m[c] for m in last]) for c in columns)
+                    + " | ".join(mean_std([100 * value(m, c) for m in last]) for c in columns)
                     + f" | {PAPER.get(name, '') if paper else ''} |")
     return rows
 
@@ -328,9 +338,27 @@ def time_course(runs_dir):
                   + "; ".join(lines) + ".")
 
 
+def time_to_composition(runs_dir, seeds):
+    """Per model and seed: the first evaluation where level-2 (composed) reaches 50% and 90%."""
+    rows = ["| model | seed | 50%: step (wall time) | 90%: step (wall time) |", "|---|---|---|---|"]
+    for name in LADDER + ["jepa_maskgit"]:
+        for seed in seeds:
+            history = runs.read_metrics(os.path.join(runs_dir, name, f"seed{seed}"))
+            if history:
+                cells = [first_reaching(history, mark) for mark in (0.5, 0.9)]
+                rows.append(f"| {name} | {seed} | " + " | ".join(
+                    f"{c[0]} ({minutes(c[1])})" if c else f"not reached by step {history[-1]['step']}" for c in cells)
+                    + " |")
+    return rows
+
+
 def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None):
     os.makedirs(out_dir, exist_ok=True)
     seeds = budget["seeds"]
+    for root, _, files in os.walk(runs_dir):
+        if "metrics.jsonl" in files and any("fidelity" not in m for m in runs.read_metrics(root)):
+            raise SystemExit(f"error: {root} was judged before the judge had three readings; "
+                             f"rejudge it (python probe.py rejudge {root}) or run it again")
     experiments = [
         ("ladder", "1. The ladder (Figure 3, Table 4)", LADDER),
         ("conditioning", "2. Conditioning, DiT (Figure 4)",
@@ -345,7 +373,8 @@ def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None)
              f"{budget['steps']} steps per run, "
              f"seeds {', '.join(map(str, seeds))}, {budget['samples_per_comp']} samples per composition at each "
              f"evaluation; mean ± std over seeds of each run's "
-             + (f"evaluation at step {step}" if step else "last evaluation") + " (%, judged by probe.py).", ""]
+             + (f"evaluation at step {step}" if step else "last evaluation") + " (%, judged by probe.py: seen, "
+             "level-1 and level-2 are the composition reading; fidelity and probe beside it).", ""]
     for key, title, names in experiments:
         absent = [n for n in names if not finals(runs_dir, n, seeds)]
         if absent:
@@ -369,6 +398,7 @@ def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None)
         index += [f"## 7. The time course ({budget['long_steps']} steps, seed 0)", "",
                   "![time course](time-course.png)",
                   "", *rows, "", line, ""]
+    index += ["## 8. Time to composition", "", *time_to_composition(runs_dir, seeds), ""]
     walls = [float(x) for root, _, files in os.walk(runs_dir) if "wall_seconds.txt" in files
              for x in open(os.path.join(root, "wall_seconds.txt")).read().split()]
     devices = sorted({json.load(open(os.path.join(root, "config.json")))["device"]

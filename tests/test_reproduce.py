@@ -49,7 +49,8 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
         assert (results / f"{picture}.png").stat().st_size > 10_000, picture
     index = (results / "README.md").read_text()
     for heading in ("1. The ladder", "2. Conditioning", "3. The intervention", "4. MaskGIT's unmasking order",
-                    "5. The tokenizer", "6. Retrieval", "7. The time course", "What the novel compositions look like"):
+                    "5. The tokenizer", "6. Retrieval", "7. The time course", "8. Time to composition",
+                    "What the novel compositions look like"):
         assert f"## {heading}" in index, heading
     assert "| dit-discrete-dropout | `dit.py --cond discrete-dropout --steps 4` |" in index
     assert "97.3 / 99.0 / 96.9" in index                                  # the paper beside ours
