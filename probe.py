@@ -35,6 +35,7 @@ import data
 MAX_BAD_PIXELS = 8      # fidelity: pixels the best rendering may miss by more than BAD_PIXEL
 BAD_PIXEL = 0.25        # a pixel is bad if its largest channel error exceeds this
 PROBE_SEED, HELD_OUT_SEED = 12345, 54321
+REACH_RANK = 3          # outline reach: the 3rd largest pixel value, not the largest
 GALLERY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "gallery.npz")
 LEGIBLE = dict(         # set by the calibration suite (calibration_images), not by model samples
     min_area=6,              # pixels of the object (fewer: blank)
@@ -44,7 +45,7 @@ LEGIBLE = dict(         # set by the calibration suite (calibration_images), not
     sizes=(3.6, 11.5),       # fitted size s in pixels (the world: 4.5-5.5 and 8-9.5)
     max_reach=1.3,           # pixels the outline may stray out of / into the fitted shape
     max_local=4.0,           # misfit summed over any 3x3 window (holes, bites, spikes)
-    circle_below=0.3,        # circle: w + 0.1 * (outline beyond the pure circle) below this
+    circle_below=0.33,       # circle: w + 0.1 * (outline beyond the pure circle) below this
     triangle_above=0.6,      # triangle: w above this; in between is a morph, not a shape
 )
 
@@ -228,9 +229,11 @@ def read_objects(images):
     alpha = np.where(near, np.where(outlier, smooth_alpha, alpha), 0.0)
     fit = fit_shapes(alpha)
     edge = alpha - 0.5                                # sub-pixel: the outline lies edge px beyond the centre
-    reach_out = np.where(alpha > 0.35, fit["distance"] + edge, -9).reshape(n, -1).max(1)
-    reach_in = np.where(alpha < 0.5, -(fit["distance"] + edge), -9).reshape(n, -1).max(1)
-    beyond_pure = np.where(alpha > 0.35, fit["pure"] + edge, -9).reshape(n, -1).max(1)
+    third = lambda x: np.sort(x.reshape(n, -1), 1)[:, -REACH_RANK]       # a speck or two outside does not count
+    smooth_near = np.where(near, smooth_alpha, 0.0)                         # ragged specks smoothed away
+    reach_out = third(np.where(smooth_near > 0.35, fit["distance"] + smooth_near - 0.5, -9))
+    reach_in = np.where(alpha < 0.5, -(fit["distance"] + edge), -9).reshape(n, -1).max(1)    # bites, holes
+    beyond_pure = third(np.where(alpha > 0.35, fit["pure"] + edge, -9))
     misfit = torch.as_tensor(alpha - fit["mix"])[:, None]
     local = 9 * torch.nn.functional.avg_pool2d(misfit, 3, 1, 1).abs().reshape(n, -1).amax(1).numpy()
     blue = color[:, 2] > color[:, 0]
