@@ -35,7 +35,6 @@ import data
 MAX_BAD_PIXELS = 8      # fidelity: pixels the best rendering may miss by more than BAD_PIXEL
 BAD_PIXEL = 0.25        # a pixel is bad if its largest channel error exceeds this
 PROBE_SEED, HELD_OUT_SEED = 12345, 54321
-REACH_RANK = 3          # outline reach: the 3rd largest pixel value, not the largest
 GALLERY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "gallery.npz")
 LEGIBLE = dict(         # set by the calibration suite (calibration_images), not by model samples
     min_area=6,              # pixels of the object (fewer: blank)
@@ -229,11 +228,10 @@ def read_objects(images):
     alpha = np.where(near, np.where(outlier, smooth_alpha, alpha), 0.0)
     fit = fit_shapes(alpha)
     edge = alpha - 0.5                                # sub-pixel: the outline lies edge px beyond the centre
-    third = lambda x: np.sort(x.reshape(n, -1), 1)[:, -REACH_RANK]       # a speck or two outside does not count
-    smooth_near = np.where(near, smooth_alpha, 0.0)                         # ragged specks smoothed away
-    reach_out = third(np.where(smooth_near > 0.35, fit["distance"] + smooth_near - 0.5, -9))
+    smooth_near = np.where(near, smooth_alpha, 0.0)                         # specks on a ragged edge smoothed away
+    reach_out = np.where(smooth_near > 0.35, fit["distance"] + smooth_near - 0.5, -9).reshape(n, -1).max(1)
     reach_in = np.where(alpha < 0.5, -(fit["distance"] + edge), -9).reshape(n, -1).max(1)    # bites, holes
-    beyond_pure = third(np.where(alpha > 0.35, fit["pure"] + edge, -9))
+    beyond_pure = np.where(alpha > 0.35, fit["pure"] + edge, -9).reshape(n, -1).max(1)
     misfit = torch.as_tensor(alpha - fit["mix"])[:, None]
     local = 9 * torch.nn.functional.avg_pool2d(misfit, 3, 1, 1).abs().reshape(n, -1).amax(1).numpy()
     blue = color[:, 2] > color[:, 0]

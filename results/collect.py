@@ -24,7 +24,8 @@ import runs  # noqa: E402
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
 IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a setting's name
-DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "unmask": None}
+DEFAULTS = {"cond": "continuous", "tokenizer": "pixels"}
+UNMASK = {"maskgit": "confidence", "jepa_maskgit": "confidence", "givt": "random"}   # each script's default
 
 
 def setting(config):
@@ -32,7 +33,8 @@ def setting(config):
     the defaults the scripts print (seed, folder and device left out)."""
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
              for k, v in sorted(config.items())
-             if k in ("cond", "tokenizer", "unmask", "jepa_weight", "jepa_layers") and DEFAULTS.get(k, v) != v]
+             if k in ("cond", "tokenizer", "unmask", "jepa_weight", "jepa_layers")
+             and {**DEFAULTS, "unmask": UNMASK.get(config["model"])}.get(k, v) != v]
     return " ".join([f"{config['model']}.py", *flags])
 
 
