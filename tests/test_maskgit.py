@@ -91,12 +91,13 @@ def test_decoding_leaves_no_mask_and_keeps_decoded_ids():
             assert (decoded.sum(1) < (after != model.mask_id).sum(1)).all()  # progress each step
 
 
-def test_hidden_layers_do_not_change_the_logits():
+def test_hidden_states_and_readout_are_the_forward_pass():
+    """The seam JEPA-MaskGIT uses: every block's output, and the head applied to the last one."""
     model = small_model()
     for p in model.parameters():
         torch.nn.init.normal_(p, std=0.05)
     ids = torch.randint(VOCAB, (2, 64))
     values, present = condition(2)
-    logits, hidden = model(ids, values, present, hidden_layers=(0, 1))
-    assert torch.equal(logits, model(ids, values, present)) and len(hidden) == 2
-    assert hidden[0].shape == (2, 64, 64)
+    c, states = model.hidden_states(ids, values, present)
+    assert len(states) == len(model.blocks) and states[0].shape == (2, 64, 64)
+    assert torch.equal(model.readout(states[-1], c), model(ids, values, present))
