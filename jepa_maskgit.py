@@ -85,6 +85,12 @@ def jepa_losses(model, target, predictors, ids, values, present, generator, laye
     return cross_entropy, jepa
 
 
+def target_momentum(step, steps, start):
+    """The target's EMA momentum at a step: start at step 0, rising linearly to 1 at the last
+    step, so the target moves less and less (I-JEPA's schedule)."""
+    return start + (1 - start) * step / steps
+
+
 # ----------------------------------------------------------------------------- training
 def train(config):
     device = torch.device(config["device"])
@@ -127,7 +133,7 @@ def train(config):
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         optimizer.step()
         decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
-        momentum = config["jepa_momentum"] + (1 - config["jepa_momentum"]) * step / config["steps"]
+        momentum = target_momentum(step, config["steps"], config["jepa_momentum"])
         with torch.no_grad():
             for p_ema, p_target, p in zip(ema.parameters(), target.parameters(), model.parameters()):
                 p_ema.lerp_(p, 1 - decay)

@@ -1,0 +1,96 @@
+"""A1, maskgit.py: mask_ratio, random_mask, masked_loss, remask_count.
+
+The checks read what your functions return, not how you draw your random numbers: the
+masks are judged by their statistics over thousands of rows, the loss against the stub
+model's own record of what it was shown."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import maskgit
+
+pytestmark = pytest.mark.a1
+TOKENS, VOCAB = 64, 10
+
+
+def test_mask_ratio_is_the_cosine_schedule_at_its_ends_and_between():
+    r = torch.tensor([0.0, 1 / 3, 0.5, 1.0])
+    got = maskgit.mask_ratio(r)
+    want = torch.tensor([1.0, math.cos(math.pi / 6), math.cos(math.pi / 4), 0.0])
+    assert got.shape == r.shape, f"mask_ratio keeps the shape of r: expected {tuple(r.shape)}, got {tuple(got.shape)}"
+    assert torch.allclose(got, want, atol=1e-6), f"gamma(r) = cos(pi r / 2): expected {want.tolist()}, got {got.tolist()}"
+    dense = maskgit.mask_ratio(torch.linspace(0, 1, 101))
+    assert (dense[1:] <= dense[:-1]).all(), "gamma(r) must fall as r goes from 0 to 1"
+
+
+def test_random_mask_hides_a_cosine_share_of_random_positions():
+    generator = torch.Generator().manual_seed(0)
+    mask = maskgit.random_mask(4000, TOKENS, generator)
+    assert mask.shape == (4000, TOKENS) and mask.dtype == torch.bool, \
+        f"expected a (4000, {TOKENS}) bool tensor, got {tuple(mask.shape)} {mask.dtype}"
+    assert mask.sum(1).min() >= 1, "every row must hide at least one position (there is nothing to learn otherwise)"
+    # E[ceil(T cos(pi r / 2))] / T for r ~ U(0, 1): 2/pi, plus about half a token for the ceiling
+    share = mask.float().mean().item()
+    assert abs(share - (2 / math.pi + 0.5 / TOKENS)) < 0.02, \
+        f"with r ~ U(0, 1), about {2 / math.pi + 0.5 / TOKENS:.3f} of positions are hidden on average; got {share:.3f}"
+    counts = mask.sum(1).float()
+    assert (counts == TOKENS).float().mean() > 0.01 and (counts <= 8).float().mean() > 0.05, \
+        "the number hidden must vary from row to row, from a few to all (r is drawn per row)"
+    per_position = mask.float().mean(0)
+    assert (per_position - share).abs().max() < 0.05, \
+        "every position must be equally likely to be hidden; some positions are hidden far more than others"
+
+
+class RecordingModel(torch.nn.Module):
+    """Returns logits from a table of its own, and remembers the ids it was shown."""
+
+    def __init__(self):
+        super().__init__()
+        self.mask_id = VOCAB
+        self.table = torch.nn.Parameter(torch.randn(TOKENS, VOCAB, generator=torch.Generator().manual_seed(1)))
+        self.shown = []
+
+    def forward(self, ids, values, present):
+        self.shown.append(ids.clone())
+        return self.table.expand(len(ids), -1, -1) + 0.1 * ids[..., None].float()
+
+
+def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_only():
+    model = RecordingModel()
+    ids = torch.randint(VOCAB, (32, TOKENS), generator=torch.Generator().manual_seed(2))
+    values, present = torch.zeros(32, 7), torch.ones(32, 4, dtype=torch.bool)
+    loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(3))
+    assert len(model.shown) == 1, f"expected one call of the model, got {len(model.shown)}"
+    shown = model.shown[0]
+    hidden = shown == VOCAB
+    assert hidden.any(1).all(), "every row the model sees must have [MASK] (id model.mask_id) somewhere"
+    assert torch.equal(shown[~hidden], ids[~hidden]), "the visible positions must show the true ids"
+    logits = model.table.expand(32, -1, -1) + 0.1 * shown[..., None].float()
+    want = F.cross_entropy(logits[hidden], ids[hidden])
+    assert loss.shape == (), f"the loss is one number, got shape {tuple(loss.shape)}"
+    assert torch.allclose(loss, want, rtol=1e-5), \
+        f"expected the mean cross-entropy over the hidden positions, {want.item():.5f}; got {loss.item():.5f}"
+    loss.backward()
+    assert model.table.grad is not None and model.table.grad.abs().sum() > 0, "the loss must reach the model"
+
+
+def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one():
+    steps = 8
+    masked = torch.ones(2, TOKENS, dtype=torch.bool)
+    first = maskgit.remask_count(0, steps, TOKENS, masked)
+    want = math.floor(math.cos(math.pi / 2 / steps) * TOKENS)
+    assert first == want, f"after step 0 of {steps}, floor(gamma(1/{steps}) T) = {want} stay hidden; got {first}"
+    assert maskgit.remask_count(steps - 1, steps, TOKENS, masked) == 0, "nothing stays hidden after the last step"
+    few = torch.zeros(2, TOKENS, dtype=torch.bool)
+    few[:, :3] = True                                                        # 3 hidden, the schedule asks for more
+    got = maskgit.remask_count(1, steps, TOKENS, few)
+    assert got == 2, f"with 3 hidden now, at most 2 may stay hidden (every step commits a token); got {got}"
+    hidden, counts = masked.clone(), []
+    for s in range(steps):                                                   # a whole decode
+        counts.append(maskgit.remask_count(s, steps, TOKENS, hidden))
+        hidden = torch.zeros_like(hidden)
+        hidden[:, :counts[-1]] = True
+    assert all(a > b for a, b in zip(counts, counts[1:])) and counts[-1] == 0, \
+        f"the hidden count must fall at every step to 0; got {counts}"

@@ -1,0 +1,87 @@
+"""A2, givt.py: log_density and masked_loss.
+
+The density is checked against torch.distributions in float64, and in cases where a plain
+sum of exponentials underflows to log(0) = -inf: a tiny scale, a token far from every mean."""
+import math
+
+import pytest
+import torch
+
+import givt
+
+pytestmark = pytest.mark.a2
+
+
+def reference(x, log_weights, means, scales):
+    """log p(x) under the mixture, in float64 with torch.distributions."""
+    d = torch.distributions
+    mixture = d.MixtureSameFamily(d.Categorical(logits=log_weights.double()),
+                                  d.Independent(d.Normal(means.double(), scales.double()), 1))
+    return mixture.log_prob(x.double())
+
+
+def mixture(shape, k, c, seed, scale=1.0):
+    generator = torch.Generator().manual_seed(seed)
+    log_weights = torch.randn(*shape, k, generator=generator).log_softmax(-1)
+    means = torch.randn(*shape, k, c, generator=generator)
+    scales = scale * (0.2 + torch.rand(*shape, k, c, generator=generator))
+    return log_weights, means, scales
+
+
+def test_log_density_matches_the_mixture_of_diagonal_gaussians():
+    log_weights, means, scales = mixture((5, 3), 4, 6, seed=0)
+    x = torch.randn(5, 3, 6, generator=torch.Generator().manual_seed(1))
+    got = givt.log_density(x, log_weights, means, scales)
+    want = reference(x, log_weights, means, scales)
+    assert got.shape == (5, 3), f"one log-density per token: expected shape (5, 3), got {tuple(got.shape)}"
+    assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-4), \
+        f"log p(x) = logsumexp_k [log pi_k + sum_d log N(x_d; mu_kd, sigma_kd^2)]: expected {want[0].tolist()}, " \
+        f"got {got[0].tolist()} (first row)"
+
+
+def test_log_density_is_finite_and_right_where_exponentials_underflow():
+    log_weights, means, scales = mixture((4,), 3, 48, seed=2, scale=1e-3)   # sigma ~ 0.0002 .. 0.0012
+    x = means[:, 0] + 0.05                                                   # dozens of sigmas from every mean
+    got = givt.log_density(x, log_weights, means, scales)
+    want = reference(x, log_weights, means, scales)
+    assert torch.isfinite(got).all(), \
+        f"log p(x) must stay finite when every component's density underflows in float32 (use logsumexp); got {got.tolist()}"
+    assert torch.allclose(got.double(), want, rtol=1e-4), f"expected {want.tolist()}, got {got.tolist()}"
+    near = givt.log_density(means[:, 1], log_weights, means, scales)        # at a mean: a huge density
+    assert torch.isfinite(near).all() and (near > 0).all(), "a tiny scale gives a large, finite, positive log-density"
+
+
+class StubGIVT(torch.nn.Module):
+    """Returns one fixed mixture everywhere, and remembers the masks it was given."""
+
+    def __init__(self, k=3, c=5):
+        super().__init__()
+        log_weights, means, scales = mixture((), k, c, seed=4)
+        self.logits = torch.nn.Parameter(log_weights)
+        self.means = torch.nn.Parameter(means)
+        self.log_scales = torch.nn.Parameter(scales.log())
+        self.masks = []
+
+    def forward(self, x, mask, values, present):
+        self.masks.append(mask.clone())
+        b, t = mask.shape
+        expand = lambda p: p.expand(b, t, *p.shape)
+        return expand(self.logits.log_softmax(-1)), expand(self.means), expand(self.log_scales.exp())
+
+
+def test_masked_loss_is_the_hidden_tokens_nll_per_value():
+    model = StubGIVT()
+    x = torch.randn(16, 64, 5, generator=torch.Generator().manual_seed(5))
+    values, present = torch.zeros(16, 7), torch.ones(16, 4, dtype=torch.bool)
+    loss = givt.masked_loss(model, x, values, present, torch.Generator().manual_seed(6))
+    assert len(model.masks) == 1, f"expected one call of the model, got {len(model.masks)}"
+    mask = model.masks[0]
+    assert mask.shape == (16, 64) and mask.dtype == torch.bool and mask.any(1).all(), \
+        "the model must get a (B, T) bool mask that hides at least one token per row"
+    want = -reference(x[mask], model.logits.log_softmax(-1), model.means, model.log_scales.exp()).mean() / 5
+    assert torch.allclose(loss.double(), want, rtol=1e-4), \
+        f"expected the mean negative log-likelihood of the hidden tokens per token value (divided by C = 5), " \
+        f"{want.item():.5f}; got {loss.item():.5f}"
+    loss.backward()
+    assert model.means.grad.abs().sum() > 0, "the loss must reach the mixture's parameters"
+    assert not math.isnan(loss.item())

@@ -1,0 +1,90 @@
+"""A3, dit.py: noisy, flow_loss and sample (rectified flow, x_0 prediction).
+
+Convention (dit.py's comment block): x_t = (1 - t) x_0 + t eps; t = 0 is the image, t = 1
+the noise. The stub models remember what they were shown, so the checks read the t and
+eps you drew from your own x_t, whatever order you drew them in."""
+import pytest
+import torch
+
+import dit
+
+pytestmark = pytest.mark.a3
+
+
+def test_noisy_is_the_straight_path_from_image_to_noise():
+    generator = torch.Generator().manual_seed(0)
+    x_0, eps = torch.randn(3, 4, 5, generator=generator), torch.randn(3, 4, 5, generator=generator)
+    t = torch.tensor([0.0, 0.25, 1.0])
+    got = dit.noisy(x_0, t, eps)
+    assert got.shape == x_0.shape, f"x_t has the shape of x_0 {tuple(x_0.shape)}, got {tuple(got.shape)}"
+    assert torch.allclose(got[0], x_0[0], atol=1e-6), "at t = 0, x_t is the image x_0"
+    assert torch.allclose(got[2], eps[2], atol=1e-6), "at t = 1, x_t is the noise eps"
+    assert torch.allclose(got[1], 0.75 * x_0[1] + 0.25 * eps[1], atol=1e-6), "at t = 0.25, x_t = 0.75 x_0 + 0.25 eps"
+
+
+class RecordingDiT(torch.nn.Module):
+    """Predicts x0_hat = x_t * a + b (a, b learnable), and remembers x_t and t."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Parameter(torch.tensor(0.3)), torch.nn.Parameter(torch.tensor(0.1))
+        self.calls = []
+
+    def forward(self, x_t, t, values, present):
+        self.calls.append((x_t.detach().clone(), t.detach().clone()))
+        return x_t * self.a + self.b
+
+
+def test_flow_loss_draws_t_and_eps_and_weighs_the_x0_error_as_a_velocity_error():
+    model = RecordingDiT()
+    x_0 = torch.rand(4096, 2, 3, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    values, present = torch.zeros(4096, 7), torch.ones(4096, 4, dtype=torch.bool)
+    loss = dit.flow_loss(model, x_0, values, present, torch.Generator().manual_seed(2))
+    assert len(model.calls) == 1, f"expected one call of the model, got {len(model.calls)}"
+    x_t, t = model.calls[0]
+    assert t.shape == (4096,), f"one t per image: expected shape (4096,), got {tuple(t.shape)}"
+    assert 0 <= t.min() and t.max() <= 1 and abs(t.mean().item() - 0.5) < 0.03 and abs(t.std().item() - 0.2887) < 0.02, \
+        f"t ~ U(0, 1): mean 0.5 and std 0.289 expected; got mean {t.mean():.3f}, std {t.std():.3f}"
+    away = t > 0.05                                                          # eps = (x_t - (1 - t) x_0) / t
+    eps = (x_t[away] - (1 - t[away, None, None]) * x_0[away]) / t[away, None, None]
+    assert abs(eps.mean().item()) < 0.03 and abs(eps.std().item() - 1) < 0.03, \
+        f"x_t = (1 - t) x_0 + t eps with eps ~ N(0, 1); the eps read back has mean {eps.mean():.3f}, std {eps.std():.3f}"
+    x0_hat = x_t * 0.3 + 0.1
+    want = ((x0_hat - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
+    assert torch.allclose(loss, want, rtol=1e-4), \
+        f"loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2 (the velocity error): expected {want.item():.5f}, " \
+        f"got {loss.item():.5f}"
+    loss.backward()
+    assert model.a.grad is not None and model.a.grad != 0, "the loss must reach the model"
+
+
+class ConstantDiT(torch.nn.Module):
+    """Always predicts the same clean tokens; remembers each x_t and t of the sampler."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.dummy = torch.nn.Parameter(torch.zeros(()))                     # so the sampler finds a device
+        self.target, self.calls = target, []
+
+    def forward(self, x_t, t, values, present):
+        self.calls.append((x_t.clone(), t.clone()))
+        return self.target.expand(len(x_t), -1, -1)
+
+
+def test_sample_integrates_from_noise_to_the_predicted_image_along_a_straight_line():
+    target = torch.rand(1, 64, 3, generator=torch.Generator().manual_seed(3))
+    model = ConstantDiT(target)
+    values, present = torch.zeros(5, 7), torch.ones(5, 4, dtype=torch.bool)
+    out = dit.sample(model, values, present, 3, 10, torch.Generator().manual_seed(4))
+    assert out.shape == (5, 64, 3), f"expected (5, 64, 3) tokens, got {tuple(out.shape)}"
+    assert len(model.calls) == 10, f"10 Euler steps call the model 10 times; got {len(model.calls)}"
+    times = [float(t[0]) for _, t in model.calls]
+    assert abs(times[0] - 1) < 1e-6 and abs(times[-1] - 0.1) < 1e-6 and all(a > b for a, b in zip(times, times[1:])), \
+        f"the sampler starts at t = 1 (noise) and steps down evenly to t = 1/10; got t = {[round(t, 3) for t in times]}"
+    noise = model.calls[0][0]
+    assert abs(noise.std().item() - 1) < 0.15, f"x_1 is standard normal noise; its std is {noise.std():.3f}"
+    for x_t, t in model.calls:                                               # the straight path to the target
+        expected = t[0] * noise + (1 - t[0]) * target
+        assert torch.allclose(x_t, expected, atol=1e-4), \
+            f"with a model that always predicts the same x_0, x_t = t x_1 + (1 - t) x_0 exactly; wrong at t = {t[0]:.2f}"
+    assert torch.allclose(out, target.expand_as(out), atol=1e-4), "at t = 0 the sampler must land on the predicted x_0"
