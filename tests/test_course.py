@@ -1,5 +1,6 @@
 """The course kit: every check passes on the repository and fails on the student copy of its
 own assignment; student copies import; the commands refuse bad input."""
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -38,24 +39,37 @@ def test_every_assignment_has_a_marked_check_file_and_real_functions():
             assert key in assignment, f"{name}: no {key}"
 
 
+def student_copy(name, folder):
+    """make_student.py, then the copy's own check.py, as a teacher and a student run them."""
+    made = python(os.path.join(COURSE, "make_student.py"), name, "--out", str(folder))
+    checked = python(str(folder / "course" / "check.py"), name, cwd=folder) if made.returncode == 0 else None
+    return made, checked
+
+
+@pytest.fixture(scope="module")
+def student_copies(tmp_path_factory):
+    """Every assignment's student copy, made and checked two at a time (the CI machine has 2 cores)."""
+    root = tmp_path_factory.mktemp("students")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(student_copy, name, root / name) for name in ASSIGNMENTS}
+    return {name: (root / name, *future.result()) for name, future in futures.items()}
+
+
 @pytest.mark.parametrize("name", list(ASSIGNMENTS))
-def test_the_checks_fail_on_the_student_copy(name, tmp_path):
-    out = tmp_path / "student"
-    made = python(os.path.join(COURSE, "make_student.py"), name, "--out", str(out))
+def test_the_checks_fail_on_the_student_copy(name, student_copies):
+    out, made, result = student_copies[name]
     assert made.returncode == 0, made.stderr[-2000:]                      # make_student checks that it imports
     for spec in ASSIGNMENTS[name]["functions"]:
         path, qualname = spec.split("::")
         assert f"{name}: write {path}::{qualname}" in (out / path).read_text(), spec
     assert not (out / "course" / "ANSWERS.md").exists()
-    result = python(str(out / "course" / "check.py"), name, cwd=out)
     passed, failed = summary(result.stdout)
     assert result.returncode != 0 and passed == 0 and failed >= 3, result.stdout[-3000:]
     assert "NotImplementedError" in result.stdout
 
 
-def test_identical_copies_are_blanked_in_the_other_generators(tmp_path):
-    out = tmp_path / "student"
-    assert python(os.path.join(COURSE, "make_student.py"), "A4", "--out", str(out)).returncode == 0
+def test_identical_copies_are_blanked_in_the_other_generators(student_copies):
+    out = student_copies["A4"][0]
     for path in ("dit.py", "maskgit.py", "givt.py", "mar.py"):
         text = (out / path).read_text()
         assert f"A4: write {path}::Block.forward" in text and f"A4: write {path}::modulate" in text, path

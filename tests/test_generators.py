@@ -1,4 +1,5 @@
 """What every generator script owes the contract, tried through its command line."""
+import importlib
 import json
 import os
 import re
@@ -22,49 +23,94 @@ def run(script, *args):
                           capture_output=True, text=True, timeout=300)
 
 
+IMPORTED = {name: importlib.import_module(name[:-3]) for name in SCRIPTS}
+EIGHT = ["--steps", "8", "--eval-every", "4", *FAST[4:]]                  # evaluations 4, 6, 8
+_FINISHED = {}
+
+
+def finished(script, tmp_path_factory):
+    """One real 8-step run per script through its command line, shared by the tests below."""
+    if script not in _FINISHED:
+        out = tmp_path_factory.mktemp(script[:-3]) / "run"
+        result = run(script, *EIGHT, "--out", str(out))
+        assert result.returncode == 0, result.stderr[-2000:]
+        _FINISHED[script] = out, result.stdout
+    return _FINISHED[script]
+
+
+def without_time(path):
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in open(path)]
+
+
+def refused(script, argv, capsys):
+    """In-process: the script's own argument parsing, as its command line runs it; (exit code, message)."""
+    with pytest.raises(SystemExit) as exit:
+        IMPORTED[script].get_config(argv)
+    code = exit.value.code
+    return (code, capsys.readouterr().err) if isinstance(code, int) else (1, str(code))
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_few_step_run_writes_every_file_of_the_contract(script, tmp_path):
-    out = tmp_path / "run"
-    result = run(script, *FAST, "--out", str(out))
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert re.search(r"^seen [\d.]+ \| level-1 [\d.]+ \| level-2 [\d.]+$", result.stdout, re.M)
+def test_a_run_writes_every_file_of_the_contract(script, tmp_path_factory):
+    out, stdout = finished(script, tmp_path_factory)
+    assert re.search(r"^seen [\d.]+ \| level-1 [\d.]+ \| level-2 [\d.]+$", stdout, re.M)
     for code in ("000", "111"):
-        assert re.search(rf"^\s+{code}\s+\w+", result.stdout, re.M)
-    for name in ("config.json", "metrics.jsonl", "samples.npz", "samples.png", "curves.png", "ckpt.pt"):
+        assert re.search(rf"^\s+{code}\s+\w+", stdout, re.M)
+    for name in ("config.json", "metrics.jsonl", "samples.npz", "samples.png", "curves.png", "ckpt.pt",
+                 "samples/step_4.npz", "samples/step_8.npz"):
         assert (out / name).exists(), name
     config = json.load(open(out / "config.json"))
-    assert config["device"] == "cpu" and config["steps"] == 4
+    assert config["device"] == "cpu" and config["steps"] == 8
     lines = [json.loads(l) for l in open(out / "metrics.jsonl")]
-    assert [l["step"] for l in lines] == [2, 3, 4]                        # log-spaced, then the end
-    assert set(lines[-1]["acc"]) == {f"{i:03b}" for i in range(8)}
-    assert all(0 <= v <= 1 for v in lines[-1]["acc"].values())
+    assert [l["step"] for l in lines] == [4, 6, 8]                        # log-spaced, then the end
+    for reading in ("acc", "fidelity", "probe_acc"):
+        assert set(lines[-1][reading]) == {f"{i:03b}" for i in range(8)}
+        assert all(0 <= v <= 1 for v in lines[-1][reading].values())
     samples = np.load(out / "samples.npz")
     assert samples["images"].shape == (16, 32, 32, 3) and samples["images"].dtype == np.uint8
     assert samples["factors"].shape == (16, 3) and samples["factors"].dtype == np.int64
     state = torch.load(out / "ckpt.pt", weights_only=True)               # safe loading
     for key in ("model", "ema", "optimizer", "step", "config", "rng"):
         assert key in state
-    assert state["step"] == 4
+    assert state["step"] == 8
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_resume_continues_and_matches_an_uninterrupted_run(script, tmp_path):
-    whole, split = tmp_path / "whole", tmp_path / "split"
-    args = FAST[:]
-    args[1] = "6"
-    assert run(script, *args, "--out", str(whole)).returncode == 0
-    assert run(script, *args, "--out", str(tmp_path / "again")).returncode == 0
-    without_time = lambda path: [{k: v for k, v in json.loads(l).items() if k != "seconds"} for l in open(path)]
-    same = without_time(whole / "metrics.jsonl") == without_time(tmp_path / "again" / "metrics.jsonl")
-    assert same, "the same seed and settings must give identical metrics on CPU (wall time aside)"
-    assert run(script, *FAST, "--out", str(split)).returncode == 0            # stop at 4
-    resumed = run(script, *args, "--out", str(split), "--resume")            # go on to 6
+def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path, tmp_path_factory):
+    """SIGKILL a real run once it has checkpointed, resume it, and compare with the unbroken
+    run of the same seed: every evaluation the same, wall time aside."""
+    whole, _ = finished(script, tmp_path_factory)
+    broken = tmp_path / "broken"
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, script), *EIGHT, "--out", str(broken)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be killed"
+    process.kill()
+    process.wait()
+    steps_before = [json.loads(l)["step"] for l in open(broken / "metrics.jsonl")]
+    assert steps_before and steps_before[-1] < 8                            # killed part-way
+    resumed = run(script, *EIGHT, "--out", str(broken), "--resume")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
-    b = [json.loads(l) for l in open(split / "metrics.jsonl")]
-    assert [m["step"] for m in b] == [2, 3, 4, 6]
-    assert a[-1]["loss"] == pytest.approx(b[-1]["loss"], rel=1e-5)           # same data, same state
-    assert a[-1]["acc"] == b[-1]["acc"]
+    a, b = without_time(whole / "metrics.jsonl"), without_time(broken / "metrics.jsonl")
+    assert [m["step"] for m in a] == [m["step"] for m in b]
+    for x, y in zip(a, b):
+        assert x["loss"] == pytest.approx(y["loss"], rel=1e-5) and x["acc"] == y["acc"]
+
+
+def test_resume_with_more_steps_extends_a_finished_run(tmp_path, tmp_path_factory):
+    """A 4-step run resumed with --steps 6 stands where the 8-step run stood at step 6
+    (training does not depend on where the evaluations fall)."""
+    whole, _ = finished("dit.py", tmp_path_factory)
+    split = tmp_path / "split"
+    assert run("dit.py", "--steps", "4", *EIGHT[2:], "--out", str(split)).returncode == 0     # stop at 4
+    resumed = run("dit.py", "--steps", "6", *EIGHT[2:], "--out", str(split), "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
+    b = without_time(split / "metrics.jsonl")
+    assert [m["step"] for m in b] == [4, 6]
+    assert b[-1]["loss"] == pytest.approx(a[6]["loss"], rel=1e-5) and b[-1]["acc"] == a[6]["acc"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -75,29 +121,28 @@ def test_resume_continues_and_matches_an_uninterrupted_run(script, tmp_path):
     (["--steps", "10", "--eval-every", "50"], "--eval-every 50 is larger than --steps 10"),
     (["--cond-drop", "1.5"], "--cond-drop must be in [0, 1), got 1.5"),
 ])
-def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path):
-    result = run(script, *flags, "--out", str(tmp_path / "x"))
-    assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]
+def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path, capsys):
+    code, said = refused(script, [*flags, "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and message in said, said[-500:]
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_an_existing_run_is_not_overwritten(script, tmp_path):
-    out = tmp_path / "run"
-    assert run(script, *FAST, "--out", str(out)).returncode == 0
-    again = run(script, *FAST, "--out", str(out))
-    assert again.returncode == 2 and "already holds a run; pass --resume" in again.stderr
-    missing = run(script, *FAST, "--out", str(tmp_path / "none"), "--resume")
-    assert missing.returncode == 2 and "no checkpoint" in missing.stderr
+def test_an_existing_run_is_not_overwritten(script, tmp_path, tmp_path_factory, capsys):
+    out, _ = finished(script, tmp_path_factory)
+    code, said = refused(script, [*EIGHT, "--out", str(out)], capsys)
+    assert code == 2 and "already holds a run; pass --resume" in said
+    code, said = refused(script, [*FAST, "--out", str(tmp_path / "none"), "--resume"], capsys)
+    assert code == 2 and "no checkpoint" in said
 
 
-def test_a_checkpoint_of_another_model_is_refused(tmp_path):
-    out = tmp_path / "run"
-    assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
+def test_a_checkpoint_of_another_model_is_refused(tmp_path_factory, capsys):
+    out, _ = finished("dit.py", tmp_path_factory)
     config = (out / "config.json").read_text()
-    result = run("maskgit.py", *FAST, "--out", str(out), "--resume")
-    assert result.returncode == 1 and "written by 'dit', not 'maskgit'" in result.stderr
-    result = run("dit.py", *FAST, "--out", str(out), "--resume", "--seed", "5")
-    assert result.returncode == 1 and "seed=0, this run asks 5" in result.stderr
+    code, said = refused("maskgit.py", [*EIGHT, "--out", str(out), "--resume"], capsys)
+    assert code == 1 and "written by 'dit', not 'maskgit'" in said
+    code, said = refused("dit.py", [*EIGHT, "--out", str(out), "--resume", "--seed", "5"], capsys)
+    assert code == 1 and "seed=0, this run asks 5" in said
     assert (out / "config.json").read_text() == config                   # a refusal leaves the run as it was
 
 
@@ -121,44 +166,20 @@ def test_ctrl_c_says_how_to_resume(tmp_path):
     assert process.returncode == 1 and f"continue with --resume --out {out}" in stderr, stderr[-500:]
 
 
-def test_cuda_asked_for_where_there_is_none(tmp_path):
+def test_cuda_asked_for_where_there_is_none(tmp_path, capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has cuda")
-    result = run("dit.py", *FAST, "--device", "cuda", "--out", str(tmp_path / "x"))
-    assert result.returncode == 1 and "--device cuda is not available here" in result.stderr
-
-
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path):
-    """SIGKILL a real run once it has checkpointed, resume it, compare with an unbroken run."""
-    args = FAST[:]
-    args[1] = "12"                                                          # evaluations 2, 3, 4, 6, 8, 11, 12
-    whole, broken = tmp_path / "whole", tmp_path / "broken"
-    assert run(script, *args, "--out", str(whole)).returncode == 0
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, script), *args, "--out", str(broken)],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert process.poll() is None, "the run ended before it could be killed"
-    process.kill()
-    process.wait()
-    steps_before = [json.loads(l)["step"] for l in open(broken / "metrics.jsonl")]
-    assert steps_before and steps_before[-1] < 12                           # killed part-way
-    resumed = run(script, *args, "--out", str(broken), "--resume")
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
-    b = [json.loads(l) for l in open(broken / "metrics.jsonl")]
-    assert [m["step"] for m in a] == [m["step"] for m in b]
-    for x, y in zip(a, b):
-        assert x["loss"] == pytest.approx(y["loss"], rel=1e-5) and x["acc"] == y["acc"]
+    code, said = refused("dit.py", [*FAST, "--device", "cuda", "--out", str(tmp_path / "x")], capsys)
+    assert code == 1 and "--device cuda is not available here" in said
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
-    result = run(script, *FAST[:1], "40", *FAST[2:], "--lr", "1e38", "--out", str(tmp_path / "x"))
-    assert result.returncode == 1
-    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", result.stderr), result.stderr[-500:]
+    """In-process (the script's main, as its command line calls it), to spare a start-up."""
+    with pytest.raises(SystemExit) as exit:
+        IMPORTED[script].main([*FAST[:1], "40", *FAST[2:], "--lr", "1e38", "--out", str(tmp_path / "x")])
+    said = str(exit.value.code)
+    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", said), said[-500:]
 
 
 KILL_MID_WRITE = """
@@ -181,19 +202,19 @@ dit.main(sys.argv[1:])
 """
 
 
-def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path):
+def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path, tmp_path_factory):
     """The process dies in the middle of writing its second checkpoint: the first stays whole,
-    and resuming from it ends where an unbroken run ends."""
-    whole, broken = tmp_path / "whole", tmp_path / "broken"
-    assert run("dit.py", *FAST, "--out", str(whole)).returncode == 0
-    killed = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *FAST, "--out", str(broken)], cwd=ROOT,
+    and resuming from it ends where an unbroken run stood at the same step."""
+    whole, _ = finished("dit.py", tmp_path_factory)
+    broken = tmp_path / "broken"
+    killed = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *EIGHT, "--out", str(broken)], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-1000:]
     assert (broken / "ckpt.pt.tmp").read_bytes() == b"half a checkpoint"
-    assert torch.load(broken / "ckpt.pt", weights_only=True)["step"] == 2           # the first, whole
-    resumed = run("dit.py", *FAST, "--out", str(broken), "--resume")
+    assert torch.load(broken / "ckpt.pt", weights_only=True)["step"] == 4           # the first, whole
+    resumed = run("dit.py", *EIGHT, "--out", str(broken), "--resume")
     assert resumed.returncode == 0, resumed.stderr[-1000:]
     assert not (broken / "ckpt.pt.tmp").exists()
-    a = [json.loads(l) for l in open(whole / "metrics.jsonl")]
-    b = [json.loads(l) for l in open(broken / "metrics.jsonl")]
-    assert [m["step"] for m in b] == [2, 3, 4] and [m["acc"] for m in a] == [m["acc"] for m in b]
+    a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
+    b = without_time(broken / "metrics.jsonl")
+    assert [m["step"] for m in b] == [4, 6, 8] and [m["acc"] for m in b] == [a[step]["acc"] for step in (4, 6, 8)]

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 import data
@@ -76,8 +77,8 @@ def test_target_changes_only_by_the_ema_rule(tmp_path):
     here only) step copies the model into it."""
     for momentum in ("1", "0"):
         out = tmp_path / momentum
-        steps = ["--steps", "1", "--eval-every", "1"] if momentum == "0" else []
-        result = run("jepa_maskgit.py", *FAST, *steps, "--jepa-momentum", momentum, "--out", str(out))
+        result = run("jepa_maskgit.py", *FAST, "--steps", "1", "--eval-every", "1", "--jepa-momentum", momentum,
+                     "--out", str(out))
         assert result.returncode == 0, result.stderr[-1000:]
         state = torch.load(out / "ckpt.pt", weights_only=True)
         if momentum == "1":
@@ -89,13 +90,20 @@ def test_target_changes_only_by_the_ema_rule(tmp_path):
             assert torch.equal(value, reference[key]), key
 
 
-def test_bad_jepa_flags(tmp_path):
-    result = run("jepa_maskgit.py", "--jepa-layers", "2,9", "--out", str(tmp_path / "x"))
-    assert result.returncode == 2 and "block 9 does not exist; blocks are 0..3" in result.stderr
+def refused(argv, capsys):
+    """In-process: jepa_maskgit.py's own argument parsing; (exit code, what it said)."""
+    with pytest.raises(SystemExit) as exit:
+        jepa_maskgit.get_config(argv)
+    return exit.value.code, capsys.readouterr().err
+
+
+def test_bad_jepa_flags(tmp_path, capsys):
+    code, said = refused(["--jepa-layers", "2,9", "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and "block 9 does not exist; blocks are 0..3" in said
     assert not (tmp_path / "x").exists()                                 # checked before the folder is made
     for flag, value, message in (("--jepa-weight", "-1", "must be >= 0, got -1.0"),
                                  ("--jepa-momentum", "1.5", "must be in [0, 1], got 1.5")):
-        result = run("jepa_maskgit.py", flag, value, "--out", str(tmp_path / "x"))
-        assert result.returncode == 2 and f"{flag} {message}" in result.stderr
-    result = run("jepa_maskgit.py", "--jepa-layers", "two", "--out", str(tmp_path / "x"))
-    assert result.returncode == 2 and "comma list of block indices" in result.stderr
+        code, said = refused([flag, value, "--out", str(tmp_path / "x")], capsys)
+        assert code == 2 and f"{flag} {message}" in said
+    code, said = refused(["--jepa-layers", "two", "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and "comma list of block indices" in said
