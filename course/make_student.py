@@ -6,7 +6,8 @@ Each listed function keeps its signature and docstring; its body becomes
 `raise NotImplementedError("A3: ...")`. A function with the same name and the same source
 text in another file is blanked too, so the answer is not sitting in the next file (the
 generators share their backbone on purpose). The copy holds every tracked file except
-course/ANSWERS.md; it is checked to import before this script returns.
+the answers (course/ANSWERS.md, course/mutations.py); it is checked to import before this
+script returns.
 """
 import argparse
 import ast
@@ -19,7 +20,7 @@ import tomllib
 COURSE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(COURSE)
 MODULES = ["data.py", "probe.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py"]
-NOT_FOR_STUDENTS = {"course/ANSWERS.md"}
+NOT_FOR_STUDENTS = {"course/ANSWERS.md", "course/mutations.py"}   # answers; correct lines
 
 
 def load_assignments():
