@@ -62,25 +62,26 @@ def blank(source, node, message):
 def blanked_sources(root, name, functions):
     """{file: new source} for the assignment's functions and their identical copies."""
     sources = {path: open(os.path.join(root, path)).read() for path in MODULES}
+    trees = {path: ast.parse(source) for path, source in sources.items()}
     targets = {}                                                                # file -> [qualname]
     for spec in functions:
         path, qualname = spec.split("::")
         if path not in sources:
             raise SystemExit(f"{name}: {spec}: no file {path} among {', '.join(MODULES)}")
-        node = find_function(ast.parse(sources[path]), qualname)
+        node = find_function(trees[path], qualname)
         if node is None:
             raise SystemExit(f"{name}: {spec}: no function {qualname} in {path}")
         text = function_text(sources[path], node)
         for other, source in sources.items():
-            copy = find_function(ast.parse(source), qualname)
+            copy = find_function(trees[other], qualname)
             if copy is not None and (other == path or function_text(source, copy) == text):
                 targets.setdefault(other, []).append(qualname)
     new = {}
     for path, qualnames in targets.items():
         source = sources[path]
-        # bottom to top, so that earlier line numbers stay valid
-        for qualname in sorted(qualnames, key=lambda q: -find_function(ast.parse(source), q).lineno):
-            node = find_function(ast.parse(source), qualname)
+        nodes = {qualname: find_function(trees[path], qualname) for qualname in qualnames}
+        # bottom to top: blanking a later function leaves the earlier ones' line numbers as they were
+        for qualname, node in sorted(nodes.items(), key=lambda item: -item[1].lineno):
             source = blank(source, node, f"{name}: write {path}::{qualname} (see course/README.md)")
         new[path] = source
     return new, targets
@@ -91,9 +92,11 @@ def tracked_files(root):
         listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout
         return [path for path in listed.splitlines() if os.path.isfile(os.path.join(root, path))]
     except (OSError, subprocess.CalledProcessError):                        # not a git clone: walk it
-        skip = {".git", "runs", ".cache", "__pycache__", ".pytest_cache"}
-        return [os.path.relpath(os.path.join(folder, f), root) for folder, dirs, files in os.walk(root)
-                if not dirs.__setitem__(slice(None), [d for d in dirs if d not in skip]) for f in files]
+        skip, paths = {".git", "runs", ".cache", "__pycache__", ".pytest_cache"}, []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in skip]
+            paths += [os.path.relpath(os.path.join(folder, f), root) for f in files]
+        return paths
 
 
 def make_student(name, out, root=ROOT):
