@@ -2,6 +2,11 @@
 person accepts as the asked composition, and kinds a person rejects, all built from the
 world's renderer. tests/test_calibration.py holds the judge to >= 98% of each accepted kind
 composed and >= 97% of each rejected kind not legible; `python probe.py` prints the table.
+
+The kinds a person accepts from GIVT-like drawings (ragged and blocky edges, dark and colour
+specks, mottled fill) and the rejected colour patch were added after looking at where the
+judge and a person disagreed on the gallery; GIVT seed 1's samples were labelled after that,
+as a check the judge had not been shaped on (README, "The judge").
 """
 import math
 
@@ -106,6 +111,11 @@ def calibration_images(n, seed=0):
     salt = clean.copy()
     salt[rng.random((n,) + clean.shape[1:3]) < uniform(0.005, 0.02)[:, None, None]] = 1.0
     slight = uniform(0, 0.2)[:, None, None]
+    inside = data.coverage_of(own) > 0.5
+    speck = lambda fraction: inside & (rng.random(inside.shape) < uniform(0.005, fraction)[:, None, None])
+    ragged = own - uniform(0.5, 1.0)[:, None, None] * rng.uniform(-1, 1, own.shape)
+    blocks = np.kron(rng.uniform(-1, 1, (n, data.IMAGE_SIZE // 2, data.IMAGE_SIZE // 2)), np.ones((2, 2)))
+    blocky = own - (uniform(0.04, 0.08) * latents[:, 4])[:, None, None] * blocks     # up to 0.75 px on big shapes
     accepted = {
         "real": clean,
         "boundary jitter (up to 1 px)": paint(own - wobble, latents[:, 1:4]),
@@ -117,6 +127,12 @@ def calibration_images(n, seed=0):
         "noise sigma 0.08": np.clip(clean + rng.normal(0, 0.08, clean.shape), 0, 1).astype(np.float32),
         "salt on up to 2% of pixels": salt,
         "morph up to 20% to the other shape": paint((1 - slight) * own + slight * other, latents[:, 1:4]),
+        "ragged edge (each pixel up to 1 px)": paint(ragged, latents[:, 1:4]),
+        "blocky edge (2x2 blocks, up to 8% of the size)": paint(blocky, latents[:, 1:4]),
+        "dark specks on up to 2% of the object": np.where(speck(0.02)[..., None], clean * 0.2, clean),
+        "mottled fill (2x2 blotches down to 55%)": clean * np.kron(uniform(0.55, 1.0, n, data.IMAGE_SIZE // 2, data.IMAGE_SIZE // 2),
+                                                           np.ones((2, 2)))[..., None],
+        "colour specks on up to 2% of the object": np.where(speck(0.02)[..., None], rng.uniform(0, 1, clean.shape), clean),
     }
     halfway = uniform(0.4, 0.6)[:, None, None]
     outline = (own > -uniform(1.0, 2.0)[:, None, None])[..., None]
@@ -126,6 +142,9 @@ def calibration_images(n, seed=0):
     hole_at = latents[:, 5:7] + uniform(-0.25, 0.25, n, 2) * latents[:, 4:5]
     hole = (np.hypot(grid[None, None, :] - hole_at[:, 0, None, None], grid[None, :, None] - hole_at[:, 1, None, None])
             - (uniform(0.3, 0.45) * latents[:, 4])[:, None, None])
+    edge_at = np.array([np.argwhere(np.abs(d) < 0.7)[rng.integers((np.abs(d) < 0.7).sum())] for d in own])
+    patch = np.hypot(grid[None, None, :] - edge_at[:, 1, None, None] - 0.5,
+                     grid[None, :, None] - edge_at[:, 0, None, None] - 0.5) < uniform(2.5, 3.0)[:, None, None]
     quarter = ((theta - uniform(0, 2 * math.pi)[:, None, None]) % (2 * math.pi)) < math.pi / 2
     rejected = dict(broken_images(n, seed + 1))
     rejected.update({
@@ -134,6 +153,7 @@ def calibration_images(n, seed=0):
         "two objects (other shape)": np.maximum(clean, data.render(second)),
         "a hole": clean * data.coverage_of(-hole)[..., None],
         "a missing quarter": clean * (~quarter)[..., None],
+        "a patch of the other class colour": np.where((patch & inside)[..., None], paint(own, data.CLASS_COLORS[1 - bits[:, 1]]), clean),
     })
     as_images = lambda kinds: {name: np.clip(x, 0, 1).astype(np.float32) for name, x in kinds.items()}
     return as_images(accepted), as_images(rejected), bits

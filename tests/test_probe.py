@@ -1,5 +1,6 @@
 """The judge on real images: its three readings, the probe, and agreement with a person."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -74,21 +75,23 @@ def test_split_means():
 
 
 def test_the_judge_agrees_with_a_person_on_the_gallery():
-    """tests/gallery.npz: model samples of every generator, early and late, labelled by eye.
-    The mark the judge was built for is 95%; it reaches about 90% (GIVT's ragged drawings,
-    which a person accepts and the judge does not, are most of the gap: README, "The judge").
-    This holds it to what it reaches, overall and per model, so that a change cannot make it worse."""
+    """tests/gallery.npz: model samples of every generator, early and late, labelled by eye
+    (GIVT twice: seed 0 and, labelled after the judge's last change and before it was run on
+    them, seed 1). The mark the judge was built for is 95%; it reaches about 90% (GIVT's ragged
+    drawings, which a person accepts and the judge does not, are most of the gap: README,
+    "The judge"). This holds it to what it reaches, overall and per model, so that a change
+    cannot make it worse."""
     gallery = np.load(probe.GALLERY)
     assert len(gallery["labels"]) >= 480 and set(gallery["labels"].tolist()) <= {0, 1, 2}
-    models = np.array([str(s).split(" step")[0] for s in gallery["sources"]])
-    assert len(set(models)) == 5                                              # every model
+    models = np.array([re.sub(r"-seed\d+$", "", str(s).split(" step")[0]) for s in gallery["sources"]])
+    assert set(models) == {"dit", "givt", "jepa_maskgit", "mar", "maskgit"}    # every model
     agreement, confusion = probe.gallery_agreement()
     assert confusion.sum() == len(gallery["labels"])
-    assert agreement >= 0.88, f"agreement {agreement:.3f}\n{confusion}"
+    assert agreement >= 0.89, f"agreement {agreement:.3f}\n{confusion}"
     judged = probe.verdicts(gallery["images"], gallery["factors"])
     for model in set(models):
         mine = models == model
-        assert (judged[mine] == gallery["labels"][mine]).mean() >= 0.70, model
+        assert (judged[mine] == gallery["labels"][mine]).mean() >= 0.75, model
 
 
 def test_gallery_is_small():
