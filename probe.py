@@ -229,7 +229,7 @@ def read_objects(images):
     solid = main & (smooth_alpha > 0.8) & (brightness > 0.9 * level[:, None, None])   # the full-strength colour
     color = np.stack([np.median(image[m], 0) if m.any() else np.zeros(3) for image, m in zip(images, solid)])
     # Fit on the raw coverage (sharp corners kept); a pixel that is not coverage x the object's
-    # colour (salt, a white speck) takes the median-filtered value instead.
+    # colour (salt, a white speck) or a dark speck inside takes the median-filtered value instead.
     alpha = np.clip(brightness / level[:, None, None], 0, 1)
     outlier = np.linalg.norm(images - alpha[..., None] * color[:, None, None], axis=-1) > 0.35
     bright = torch.as_tensor(alpha > 0.5, dtype=torch.float32)[:, None]
