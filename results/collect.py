@@ -46,6 +46,15 @@ def first_reaching(history, mark):
     return None
 
 
+def mean_reaching(histories, mark):
+    """The mean step (and wall time) over the seeds that reach the mark, and how many do."""
+    reached = [r for r in (first_reaching(h, mark) for h in histories) if r]
+    if not reached:
+        return "not reached"
+    steps, times = zip(*reached)
+    return f"{np.mean(steps):.0f} ({minutes(np.mean(times))}), {len(reached)} of {len(histories)} seeds"
+
+
 def minutes(value):
     return "not recorded" if value != value else f"{value:.1f} min"
 
@@ -120,6 +129,9 @@ def main(argv=None):
                 reached = first_reaching(history, mark)
                 cells.append(f"{reached[0]} ({minutes(reached[1])})" if reached else f"not reached by step {history[-1]['step']}")
             lines.append(f"| `{name}` | {config['seed']} | {cells[0]} | {cells[1]} | {100 * history[-1]['level2']:.1f} |")
+        if len(members) > 1:
+            lines.append(f"| `{name}` | mean | " + " | ".join(mean_reaching([h for _, _, h in members], mark) for mark in (0.5, 0.9))
+                         + f" | {mean_std([h[-1]['level2'] for _, _, h in members])} |")
     draw(os.path.join(args.to, "novel.png"), groups)
     lines += ["", "![level-1 and level-2 over training](novel.png)"]
     with open(os.path.join(args.to, "table.md"), "w") as f:
