@@ -96,7 +96,11 @@ def sheets():
     os.makedirs(PENDING, exist_ok=True)
     draw(gallery["images"], gallery["factors"], notes, os.path.join(PENDING, "judged"))
     agreement, confusion = probe.gallery_agreement()
-    print(f"agreement {100 * agreement:.1f}%\n{confusion}")
+    print(f"agreement {100 * agreement:.1f}% of {len(judge)}\n{confusion}")
+    runs_of = np.array([str(s).split(" step")[0] for s in gallery["sources"]])
+    for run in sorted(set(runs_of)):
+        mine = runs_of == run
+        print(f"  {run:<20} {100 * (judge[mine] == gallery['labels'][mine]).mean():5.1f}% of {mine.sum()}")
 
 
 if __name__ == "__main__":
