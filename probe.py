@@ -156,11 +156,14 @@ def _median3(x):
 def _components(mask):
     """8-connected components of (N, H, W) bool: labels (N, H, W), 0 = background."""
     mask = torch.as_tensor(mask)
-    labels = torch.arange(1, mask[0].numel() + 1, dtype=torch.float32).reshape(mask[0].shape) * mask
-    while True:                                    # every pixel takes the largest label around it
-        grown = torch.nn.functional.max_pool2d(labels[:, None], 3, 1, 1)[:, 0] * mask
+    inside = mask.reshape(len(mask), -1)
+    labels = torch.arange(1, mask[0].numel() + 1).reshape(mask[0].shape) * mask
+    while True:                                    # every pixel takes the largest label around it,
+        grown = torch.nn.functional.max_pool2d(labels[:, None].float(), 3, 1, 1)[:, 0].long() * mask
+        flat = grown.reshape(len(mask), -1)        # then the label of the pixel its label names (a jump)
+        grown = torch.maximum(flat, torch.gather(flat, 1, (flat - 1).clamp(min=0)) * inside).reshape(mask.shape)
         if torch.equal(grown, labels):
-            return labels.long().numpy()
+            return grown.numpy()
         labels = grown
 
 

@@ -6,7 +6,7 @@ import pytest
 import calibration
 import probe
 
-ACCEPTED, REJECTED, ASKED = calibration.calibration_images(500, seed=2)
+ACCEPTED, REJECTED, ASKED = calibration.calibration_images(300, seed=2)
 
 
 @pytest.mark.parametrize("kind", list(ACCEPTED))
