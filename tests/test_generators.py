@@ -12,17 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import scripts
+from scripts import FAST, ROOT, run
+
 SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py"]
-FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8",
-        "--device", "cpu", "--train-per-comp", "100"]
-
-
-def run(script, *args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-
-
 IMPORTED = {name: importlib.import_module(name[:-3]) for name in SCRIPTS}
 EIGHT = ["--steps", "8", "--eval-every", "4", *FAST[4:]]                  # evaluations 4, 6, 8
 _FINISHED = {}
@@ -43,11 +36,7 @@ def without_time(path):
 
 
 def refused(script, argv, capsys):
-    """In-process: the script's own argument parsing, as its command line runs it; (exit code, message)."""
-    with pytest.raises(SystemExit) as exit:
-        IMPORTED[script].get_config(argv)
-    code = exit.value.code
-    return (code, capsys.readouterr().err) if isinstance(code, int) else (1, str(code))
+    return scripts.refused(IMPORTED[script], argv, capsys)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -1,24 +1,13 @@
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
-import pytest
 import torch
 
 import data
 import jepa_maskgit
 import maskgit
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8", "--device", "cpu",
-        "--train-per-comp", "100"]
-
-
-def run(script, *args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+import scripts
+from scripts import FAST, run
 
 
 def small(vocab=64):
@@ -91,10 +80,7 @@ def test_target_changes_only_by_the_ema_rule(tmp_path):
 
 
 def refused(argv, capsys):
-    """In-process: jepa_maskgit.py's own argument parsing; (exit code, what it said)."""
-    with pytest.raises(SystemExit) as exit:
-        jepa_maskgit.get_config(argv)
-    return exit.value.code, capsys.readouterr().err
+    return scripts.refused(jepa_maskgit, argv, capsys)
 
 
 def test_bad_jepa_flags(tmp_path, capsys):
