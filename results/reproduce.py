@@ -30,7 +30,7 @@ import runs  # noqa: E402
 from collect import first_reaching, minutes  # noqa: E402
 
 BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evaluation and data sizes
-    "tiny": dict(steps=4, long_steps=8, eval_every=2, samples_per_comp=2, train_per_comp=100, batch_size=8,
+    "tiny": dict(steps=3, long_steps=6, eval_every=2, samples_per_comp=2, train_per_comp=100, batch_size=8,
                  seeds=(0,)),                                        # the test of this script, not an experiment
     "quick": dict(steps=150, long_steps=1500, eval_every=50, samples_per_comp=16, train_per_comp=5000,
                   batch_size=64, seeds=(0, 1, 2)),

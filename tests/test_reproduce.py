@@ -26,7 +26,7 @@ def launches(folder):
 
 def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
     runs = tmp_path / "runs"
-    # an interrupted run: its checkpoint stops at step 2 of the 4 the budget asks for
+    # an interrupted run: its checkpoint stops at step 2 of the 3 the budget asks for
     first = subprocess.run([sys.executable, os.path.join(ROOT, "dit.py"), "--steps", "2", "--eval-every", "2",
                             "--samples-per-comp", "2", "--train-per-comp", "100", "--batch-size", "8",
                             "--device", "cpu", "--seed", "0", "--tokenizer", "pca",
@@ -37,13 +37,13 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
     result = suite(tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     resumed = [json.loads(line) for line in (runs / "dit-pca" / "seed0" / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in resumed] == [2, 3, 4] and resumed[0] == step_two   # continued, not redone
+    assert [m["step"] for m in resumed] == [2, 3] and resumed[0] == step_two   # continued, not redone
     for name in ("maskgit", "givt", "mar", "dit", "jepa_maskgit", "maskgit-random", "dit-discrete-dropout",
                  "mar-codebook"):
         assert launches(runs / name / "seed0") == 1, name
-    for name in ("maskgit", "givt", "mar", "dit"):                       # the time course: 4 -> 8 steps
+    for name in ("maskgit", "givt", "mar", "dit"):                       # the time course: 3 -> 6 steps
         assert [m["step"] for m in map(json.loads, open(runs / "long" / name / "seed0" / "metrics.jsonl"))] \
-            == [2, 3, 4, 6, 8]
+            == [2, 3, 4, 6]
     results = tmp_path / "results"
     for picture in ("ladder", "conditioning", "jepa", "order", "tokenizer", "time-course", "novel-samples"):
         assert (results / f"{picture}.png").stat().st_size > 10_000, picture
@@ -52,7 +52,7 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
                     "5. The tokenizer", "6. Retrieval", "7. The time course", "8. Time to composition",
                     "What the novel compositions look like"):
         assert f"## {heading}" in index, heading
-    assert "| dit-discrete-dropout | `dit.py --cond discrete-dropout --steps 4` |" in index
+    assert "| dit-discrete-dropout | `dit.py --cond discrete-dropout --steps 3` |" in index
     assert "97.3 / 99.0 / 96.9" in index                                  # the paper beside ours
 
     # again: nothing finished runs again; a deleted run alone is redone
