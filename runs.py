@@ -39,9 +39,10 @@ def save_samples_png(path, images, factors, per_row=12, title=""):
     for row, code in enumerate(data.COMPOSITIONS):
         for column, image in enumerate(images[codes == code][:per_row]):
             mosaic[row * cell:row * cell + data.IMAGE_SIZE, column * cell:column * cell + data.IMAGE_SIZE] = image
-    fig = plt.figure(figsize=(per_row * 0.55 + 2.6, 8 * 0.62))
-    ax = fig.add_axes((2.5 / (per_row * 0.55 + 2.6), 0.01, 1 - 2.6 / (per_row * 0.55 + 2.6), 0.91))  # fixed margins:
-    ax.imshow(mosaic, interpolation="nearest")                    # no layout pass, a picture every evaluation is cheap
+    width = per_row * 0.55 + 2.6                                  # inches, 2.6 of them for the row labels
+    fig = plt.figure(figsize=(width, 8 * 0.62))
+    ax = fig.add_axes((2.5 / width, 0.01, 1 - 2.6 / width, 0.91))  # fixed margins: no layout pass, so
+    ax.imshow(mosaic, interpolation="nearest")                    # a picture at every evaluation is cheap
     ax.set_axis_off()
     for row, code in enumerate(data.COMPOSITIONS):
         split = data.split_of(code)
