@@ -33,6 +33,7 @@ LEVEL1 = ("011", "101", "110")
 LEVEL2 = ("111",)
 SPLITS = {"seen": SEEN, "level1": LEVEL1, "level2": LEVEL2}
 COND_MODES = ("continuous", "discrete", "dropout", "discrete-dropout")
+DATA_KINDS = ("fixed", "fresh")                 # training images rendered once, or every step
 
 CLASS_COLORS = np.array([[0.85, 0.15, 0.15], [0.15, 0.30, 0.85]])  # red, blue
 COLOR_JITTER = 0.08                                              # per channel, uniform
@@ -120,6 +121,33 @@ def make_dataset(codes, n_per_code, seed):
 def training_set(n_per_code=5000, seed=0):
     """What a generator (and a tokenizer's fit) may learn from: seen compositions only."""
     return make_dataset(SEEN, n_per_code, seed)
+
+
+class TrainingData:
+    """A generator's training batches, (tokens, latents (B, 7)), from seen compositions only.
+
+    fixed: n_per_code images per seen composition, rendered once and drawn with replacement
+           (by 20,000 steps of batch 64 each image has been seen about 64 times);
+    fresh: every batch rendered anew from newly drawn latents (about 1 ms a batch), so no
+           image is ever seen twice. Either way, encode turns images into the model's tokens.
+    """
+
+    def __init__(self, kind, n_per_code, encode):
+        if kind not in DATA_KINDS:
+            raise ValueError(f"unknown training data {kind!r}; choose from {', '.join(DATA_KINDS)}")
+        self.kind, self.encode = kind, encode
+        if kind == "fixed":
+            images, _, self.latents = training_set(n_per_code)
+            self.tokens = encode(images)                                   # (N, 64, ...), made once
+
+    def batch(self, size, generator):
+        if self.kind == "fixed":
+            index = torch.randint(len(self.tokens), (size,), generator=generator)
+            return self.tokens[index], self.latents[index.numpy()]
+        rng = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=generator)))
+        bits = np.array([code_to_bits(code) for code in SEEN])[rng.integers(len(SEEN), size=size)]
+        latents = sample_latents(bits, rng)
+        return self.encode(render(latents)), latents
 
 
 # -------------------------------------------------------------------------- conditioning

@@ -97,8 +97,7 @@ def train(config):
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
     codebook = data.load_tokenizer("codebook")
-    images, _, latents = data.training_set(config["train_per_comp"])
-    train_ids = codebook.encode(images)                                     # (N, 64), made once
+    training = data.TrainingData(config["data"], config["train_per_comp"], codebook.encode)
     model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
     ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
     ema.load_state_dict(model.state_dict())
@@ -106,7 +105,8 @@ def train(config):
     target = copy.deepcopy(ema)                                             # the JEPA target encoder
     predictors = make_predictors(config["width"], config["jepa_layers"]).to(device)
     parameters = list(model.parameters()) + list(predictors.parameters())
-    optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=(0.9, 0.99),
+                                  weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config["out"])
@@ -119,12 +119,12 @@ def train(config):
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
     for step in progress:
-        index = torch.randint(len(train_ids), (config["batch_size"],), generator=generator)
-        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
-        for group in optimizer.param_groups:                                # 200 warm-up steps
-            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
+        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # warm-up, then the schedule
+            group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            cross_entropy, jepa = jepa_losses(model, target, predictors, train_ids[index].to(device), values.to(device),
+            cross_entropy, jepa = jepa_losses(model, target, predictors, batch.to(device), values.to(device),
                                               present.to(device), generator, config["jepa_layers"])
         loss = cross_entropy + config["jepa_weight"] * jepa
         runs.check_finite(loss, step + 1, config["out"])

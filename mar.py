@@ -232,13 +232,13 @@ def train(config):
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
     tokens = Tokens(config["tokenizer"])
-    images, _, latents = data.training_set(config["train_per_comp"])
-    train_tokens = tokens.encode(images).float()                            # (N, 64, C), made once
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokens.encode)
     model = MAR(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
     ema = MAR(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
     ema.load_state_dict(model.state_dict())
     ema.requires_grad_(False)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
+                                  weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config["out"])
@@ -251,12 +251,12 @@ def train(config):
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
     for step in progress:
-        index = torch.randint(len(train_tokens), (config["batch_size"],), generator=generator)
-        values, present = data.conditioning(latents[index.numpy()], config["cond"], config["cond_drop"], generator)
-        for group in optimizer.param_groups:                                # 200 warm-up steps
-            group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)
+        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
+        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # warm-up, then the schedule
+            group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = masked_loss(model, train_tokens[index].to(device), values.to(device), present.to(device), generator,
+            loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator,
                                config["draws"])
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)

@@ -109,6 +109,11 @@ def add_common_arguments(parser, steps, eval_every, model):
                         help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
     parser.add_argument("--samples-per-comp", type=int, default=32)
     parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
+    parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
+                        help="fixed: --train-per-comp images rendered once; fresh: new images every step")
+    parser.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
+                        help="after 200 warm-up steps: hold --lr, or decay it to 0 at --steps")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay")
     parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
 
@@ -122,6 +127,8 @@ def start_run(parser, args, model):
         parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         parser.error(f"--lr must be a positive number, got {args.lr}")
+    if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
+        parser.error(f"--weight-decay must be a number >= 0, got {args.weight_decay}")
     if not 0 <= args.cond_drop < 1:
         parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
     args.device = resolve_device(args.device)
@@ -146,6 +153,16 @@ def evaluation_steps(steps, first):
         points.add(int(round(first * 2 ** (k / 2))))
         k += 1
     return points
+
+
+def learning_rate(config, step):
+    """The ladder's one schedule: linear warm-up over 200 steps, then --lr held (constant) or
+    decayed to 0 at --steps along half a cosine: lr = lr_max (1 + cos(pi s / S)) / 2."""
+    warm_up = min(1.0, (step + 1) / 200)
+    if config["lr_schedule"] == "constant":
+        return config["lr"] * warm_up
+    progress = min(1.0, step / config["steps"])
+    return config["lr"] * warm_up * (1 + math.cos(math.pi * progress)) / 2
 
 
 def read_metrics(out):

@@ -45,6 +45,34 @@ def test_training_set_holds_seen_compositions_only():
     assert {data.bits_to_code(b) for b in bits} == set(data.SEEN)
 
 
+def latent_code(latents):
+    """The composition a latent vector renders: shape bit, blue if B > R, small below 6.25 px."""
+    return data.bits_to_code([int(latents[0] > 0.5), int(latents[3] > latents[1]), int(latents[4] < 6.25)])
+
+
+def test_fixed_training_data_draws_from_the_rendered_set():
+    training = data.TrainingData("fixed", 50, lambda images: torch.as_tensor(images))
+    batch, latents = training.batch(16, torch.Generator().manual_seed(0))
+    assert batch.shape == (16, 32, 32, 3) and latents.shape == (16, 7)
+    for image, latent in zip(batch.numpy(), latents):                      # each image with its own latents
+        assert np.allclose(image, data.render(latent[None])[0])
+        assert any((image == row).all() for row in training.tokens.numpy())
+
+
+def test_fresh_training_data_renders_new_seen_images_every_batch():
+    training = data.TrainingData("fresh", 50, lambda images: torch.as_tensor(images))
+    generator = torch.Generator().manual_seed(0)
+    first, latents = training.batch(256, generator)
+    second, _ = training.batch(256, generator)
+    assert first.shape == (256, 32, 32, 3) and not torch.equal(first, second)
+    assert np.allclose(first.numpy(), data.render(latents))
+    assert {latent_code(l) for l in latents} == set(data.SEEN)             # all four, and only seen ones
+    again, _ = data.TrainingData("fresh", 50, torch.as_tensor).batch(256, torch.Generator().manual_seed(0))
+    assert torch.equal(first, again)                                        # the generator decides: resumable
+    with pytest.raises(ValueError, match="unknown training data 'infinite'"):
+        data.TrainingData("infinite", 50, torch.as_tensor)
+
+
 @pytest.mark.parametrize("kind", [data.Codebook, data.PCATokenizer])
 def test_tokenizer_fit_sees_only_seen_compositions(kind, monkeypatch):
     asked = []

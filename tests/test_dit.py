@@ -74,3 +74,14 @@ def test_tokens_round_trip_for_each_tokenizer():
         assert encoded.shape == (16, 64, dim) and tokens.dim == dim
         assert np.abs(tokens.decode(encoded) - images).max() <= tolerance
         assert -1.5 <= encoded.min() and encoded.max() <= 1.5 or name == "pca"
+
+
+def test_training_times_lie_in_zero_one_and_logit_normal_leans_to_noise():
+    generator = torch.Generator().manual_seed(0)
+    uniform = dit.draw_time(20000, "uniform", generator)
+    leaning = dit.draw_time(20000, "logit-normal", generator)
+    for t in (uniform, leaning):
+        assert t.min() > 0 and t.max() < 1
+    assert abs(uniform.median() - 0.5) < 0.02
+    assert abs(leaning.median() - torch.sigmoid(torch.tensor(0.8))) < 0.02    # median sigmoid(0.8) = 0.69
+    assert (leaning < 0.1).float().mean() < 0.01 < (uniform < 0.1).float().mean()

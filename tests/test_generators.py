@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+import runs
 import scripts
 from scripts import FAST, ROOT, run
 
@@ -109,11 +110,28 @@ def test_resume_with_more_steps_extends_a_finished_run(tmp_path, tmp_path_factor
     (["--steps", "-3"], "--steps must be a positive integer, got -3"),
     (["--steps", "10", "--eval-every", "50"], "--eval-every 50 is larger than --steps 10"),
     (["--cond-drop", "1.5"], "--cond-drop must be in [0, 1), got 1.5"),
+    (["--data", "endless"], "invalid choice: 'endless'"),
+    (["--weight-decay", "-0.1"], "--weight-decay must be a number >= 0, got -0.1"),
 ])
 def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path, capsys):
     code, said = refused(script, [*flags, "--out", str(tmp_path / "x")], capsys)
     assert code == 2 and message in said, said[-500:]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
+    """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
+    out = tmp_path / "run"
+    own = ["--time-dist", "logit-normal"] if script == "dit.py" else []    # DiT's own knob, through too
+    result = run(script, *FAST, "--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01", *own,
+                 "--out", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    config = json.load(open(out / "config.json"))
+    assert (config["data"], config["lr_schedule"], config["weight_decay"]) == ("fresh", "cosine", 0.01)
+    group = torch.load(out / "ckpt.pt", weights_only=True)["optimizer"]["param_groups"][0]
+    assert group["weight_decay"] == 0.01
+    assert group["lr"] == pytest.approx(runs.learning_rate(config, 3)) and group["lr"] < 1e-3 / 200
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

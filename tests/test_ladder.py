@@ -46,12 +46,15 @@ def test_no_file_defines_a_piece_twice():
 
 
 def test_the_generators_share_one_backbone_setting():
-    """Width, depth, heads, optimiser and warm-up are written the same way in every generator."""
+    """Width, depth, heads, optimiser, data and schedule are written the same way in every generator."""
     lines = ['parser.add_argument("--width", type=int, default=128)',
              'parser.add_argument("--depth", type=int, default=4)',
              'parser.add_argument("--heads", type=int, default=4)',
-             'optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99), weight_decay=0.0)',
-             'group["lr"] = config["lr"] * min(1.0, (step + 1) / 200)',
+             'optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),\n'
+             '                                  weight_decay=config["weight_decay"])',
+             'training = data.TrainingData(config["data"], config["train_per_comp"], ',
+             'batch, latents = training.batch(config["batch_size"], generator)',
+             'group["lr"] = runs.learning_rate(config, step)',
              'decay = min(0.999, (1 + step) / (10 + step))',
              'torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)']
     for path in GENERATORS:

@@ -27,6 +27,19 @@ def test_evaluation_steps_are_log_spaced_and_end_at_the_last_step():
     assert runs.evaluation_steps(5, 5) == {5}
 
 
+def test_learning_rate_warms_up_then_holds_or_decays_to_zero():
+    config = dict(lr=1e-3, steps=2000, lr_schedule="constant")
+    assert runs.learning_rate(config, 0) == pytest.approx(1e-3 / 200)
+    assert runs.learning_rate(config, 199) == pytest.approx(1e-3)
+    assert runs.learning_rate(config, 1999) == pytest.approx(1e-3)
+    config["lr_schedule"] = "cosine"
+    assert runs.learning_rate(config, 199) == pytest.approx(1e-3 * (1 + np.cos(np.pi * 199 / 2000)) / 2)
+    assert runs.learning_rate(config, 1000) == pytest.approx(0.5e-3)
+    assert runs.learning_rate(config, 1999) < 1e-8
+    rates = [runs.learning_rate(config, s) for s in range(200, 2000)]
+    assert all(a >= b for a, b in zip(rates, rates[1:]))
+
+
 def test_record_writes_the_run_files_and_keeps_every_evaluations_samples(tmp_path, real):
     images, bits, _ = real
     for step in (10, 20):
