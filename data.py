@@ -257,7 +257,7 @@ class Codebook:
         color_sq = (self.palette ** 2).sum(1)                               # (C,)
         ids = []
         for x in pixels.split(chunk):
-            cross = torch.einsum("npd,cd,mp->ncm", x, self.palette, self.masks)
+            cross = torch.einsum("npc,mp->ncm", x @ self.palette.T, self.masks)   # (Np, C, M)
             # ||x - m c||^2 = ||x||^2 - 2 sum_p m_p <x_p, c> + ||c||^2 ||m||^2
             error = color_sq[None, :, None] * mask_sq[None, None, :] - 2 * cross
             best = error.flatten(1).argmin(1)                               # over (C, M)
