@@ -72,11 +72,12 @@ def make_predictors(width, layers):
 
 
 # ------------------------------------------------------------------------------ JEPA loss
-def jepa_losses(model, target, predictors, ids, values, present, generator, layers):
+def jepa_losses(model, target, predictors, ids, values, present, generator, layers, label_smoothing=0.0):
     """(cross-entropy, JEPA loss) on one batch; the mask is drawn exactly as maskgit.py draws it."""
     mask = random_mask(*ids.shape, generator).to(ids.device)
     c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
-    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask].float(), ids[mask])
+    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask].float(), ids[mask],
+                                    label_smoothing=label_smoothing)                # as maskgit.py's
     with torch.no_grad():                                                   # stop-gradient
         _, targets = target.hidden_states(ids, values, present)             # the full input
     jepa = sum(F.mse_loss(predictor(context[layer][mask]).float(),
@@ -125,7 +126,8 @@ def train(config):
             group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             cross_entropy, jepa = jepa_losses(model, target, predictors, batch.to(device), values.to(device),
-                                              present.to(device), generator, config["jepa_layers"])
+                                              present.to(device), generator, config["jepa_layers"],
+                                              config["label_smoothing"])
         loss = cross_entropy + config["jepa_weight"] * jepa
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)

@@ -38,11 +38,15 @@ def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, de
                         help="which masked ids to commit at each decoding step")
     parser.add_argument("--choice-temperature", type=float, default=4.5,
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
+    parser.add_argument("--label-smoothing", type=float, default=0.0,
+                        help="target mass spread evenly over the codebook in the cross-entropy")
     if more_arguments:                                                      # jepa_maskgit.py's flags
         more_arguments(parser)
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
+    if not 0 <= args.label_smoothing < 1:
+        parser.error(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
     if more_checks:                                                         # ... and their checks
         more_checks(parser, args)
     return runs.start_run(parser, args, model)
@@ -149,11 +153,11 @@ def random_mask(batch, tokens, generator):
     return rank < count[:, None]                                            # a random subset
 
 
-def masked_loss(model, ids, values, present, generator):
+def masked_loss(model, ids, values, present, generator, label_smoothing=0.0):
     """Cross-entropy -log p(x_i | x_unmasked, c), averaged over the masked positions only."""
     mask = random_mask(*ids.shape, generator).to(ids.device)
     logits = model(ids.masked_fill(mask, model.mask_id), values, present)  # the answer is hidden
-    return F.cross_entropy(logits[mask].float(), ids[mask])
+    return F.cross_entropy(logits[mask].float(), ids[mask], label_smoothing=label_smoothing)
 
 
 # ----------------------------------------------------------------------------- training
@@ -186,7 +190,8 @@ def train(config):
         for group in optimizer.param_groups:                                # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator)
+            loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator,
+                               config["label_smoothing"])
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

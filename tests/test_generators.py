@@ -119,11 +119,19 @@ def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path, 
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("script", ["maskgit.py", "jepa_maskgit.py"])
+def test_maskgit_refuses_a_label_smoothing_outside_zero_one(script, capsys, tmp_path):
+    code, said = refused(script, ["--label-smoothing", "1.0", "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and "--label-smoothing must be in [0, 1), got 1.0" in said
+    assert not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
     """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
     out = tmp_path / "run"
-    own = ["--time-dist", "logit-normal"] if script == "dit.py" else []    # DiT's own knob, through too
+    own = {"dit.py": ["--time-dist", "logit-normal"], "maskgit.py": ["--label-smoothing", "0.1"],
+           "jepa_maskgit.py": ["--label-smoothing", "0.1"]}.get(script, [])  # a model's own knobs, through too
     result = run(script, *FAST, "--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01", *own,
                  "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]

@@ -101,3 +101,20 @@ def test_hidden_states_and_readout_are_the_forward_pass():
     c, states = model.hidden_states(ids, values, present)
     assert len(states) == len(model.blocks) and states[0].shape == (2, 64, 64)
     assert torch.equal(model.readout(states[-1], c), model(ids, values, present))
+
+
+def test_label_smoothing_costs_a_sure_model_about_e_log_odds_and_zero_changes_nothing():
+    """Smoothing e moves e of the target mass evenly over the codebook: a model that puts logit
+    20 on the right id and 0 on the 31 others pays e * 20 * 31/32 instead of ~0."""
+    torch.manual_seed(0)
+    model = maskgit.MaskGIT(vocab_size=32, width=32, depth=1, heads=2)
+    ids = torch.randint(32, (4, 64))
+    values, present = data.conditioning(data.sample_latents([[0, 0, 0]] * 4, np.random.default_rng(0)),
+                                        "continuous", train=False)
+    plain = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1))
+    same = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1), 0.0)
+    assert torch.equal(plain, same)
+    model.forward = lambda masked_ids, v, p: torch.nn.functional.one_hot(ids, 32).float() * 20   # sure and right
+    sure = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1))
+    smoothed = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1), 0.1)
+    assert sure < 1e-6 and abs(smoothed - 0.1 * 20 * 31 / 32) < 0.01
