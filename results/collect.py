@@ -24,17 +24,18 @@ import runs  # noqa: E402
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
 IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a setting's name
-DEFAULTS = {"cond": "continuous", "tokenizer": "pixels"}
+DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "jepa_weight": 0.6, "jepa_layers": [2, 3],
+            "data": "fixed", "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "batch_size": 64,
+            "time_dist": "uniform", "label_smoothing": 0.0}  # the flags a setting is named by, at their defaults
 UNMASK = {"maskgit": "confidence", "jepa_maskgit": "confidence", "givt": "random"}   # each script's default
 
 
 def setting(config):
     """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
     the defaults the scripts print (seed, folder and device left out)."""
+    defaults = {**DEFAULTS, "unmask": UNMASK.get(config["model"])}
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
-             for k, v in sorted(config.items())
-             if k in ("cond", "tokenizer", "unmask", "jepa_weight", "jepa_layers")
-             and {**DEFAULTS, "unmask": UNMASK.get(config["model"])}.get(k, v) != v]
+             for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
     return " ".join([f"{config['model']}.py", *flags])
 
 

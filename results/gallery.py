@@ -4,6 +4,7 @@
     python results/gallery.py label runs/dit FILE     # attach the person's labels (one letter a sample)
     python results/gallery.py build                   # join the labelled runs into tests/gallery.npz
     python results/gallery.py sheets                  # draw the gallery, the judge's verdict beside
+    python results/gallery.py ceiling                 # the best agreement the calibration suite allows
 
 `collect` takes, from one run, 2 samples per composition at step 500, 4 at step 1000 and
 6 at step 2000 (the kept steps nearest to these), shuffles them so that the labeller does
@@ -103,6 +104,52 @@ def sheets():
         print(f"  {run:<20} {100 * (judge[mine] == gallery['labels'][mine]).mean():5.1f}% of {mine.sum()}")
 
 
+def ceiling():
+    """How far the gallery agreement can go without breaking the calibration suite: for each
+    threshold of probe.LEGIBLE alone, the values the suite allows (every accepted kind >= 98%
+    composed, every rejected kind <= 3% legible, seed 1 as in `python probe.py`), then the best
+    agreement over a grid of the four thresholds behind most disagreements, allowed or not."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from calibration import calibration_images
+    accepted, rejected, asked = calibration_images(400, seed=1)
+    accepted = [probe.read_objects(probe.as_float(images)) for images in accepted.values()]
+    rejected = [probe.read_objects(probe.as_float(images)) for images in rejected.values()]
+    gallery = np.load(probe.GALLERY)
+    objects = probe.read_objects(probe.as_float(gallery["images"]))
+
+    def allowed(rule):
+        composed = min((probe.legible(o, rule) & (o["bits"] == asked).all(1)).mean() for o in accepted)
+        return composed >= 0.98 and max(probe.legible(o, rule).mean() for o in rejected) <= 0.03
+
+    def agreement(rule):
+        legible = probe.legible(objects, rule)
+        judged = np.where(~legible, 2, np.where((objects["bits"] == gallery["factors"]).all(1), 0, 1))
+        return (judged == gallery["labels"]).mean()
+
+    grids = dict(max_reach=np.arange(0.8, 3.01, 0.05), max_local=np.arange(2.5, 7.01, 0.1),
+                 max_second_area=np.arange(0, 15), circle_below=np.arange(0.2, 0.6, 0.01),
+                 triangle_above=np.arange(0.35, 0.9, 0.01), max_chimera=np.arange(0, 0.3, 0.01),
+                 max_other_patch=np.arange(0, 15), max_color_error=np.arange(0.1, 0.5, 0.01))
+    print(f"today: agreement {100 * agreement(probe.LEGIBLE):.1f}%; one threshold at a time, the suite allows:")
+    for key, grid in grids.items():
+        good = [v for v in grid if allowed(dict(probe.LEGIBLE, **{key: v}))]
+        best = max(good, key=lambda v: agreement(dict(probe.LEGIBLE, **{key: v})))
+        print(f"  {key:<16} now {probe.LEGIBLE[key]:<5} allowed {min(good):.2f} .. {max(good):.2f}, "
+              f"best agreement there {100 * agreement(dict(probe.LEGIBLE, **{key: best})):.1f}% (at {best:.2f})")
+    results = []
+    for reach in (1.3, 1.5, 1.8, 2.1, 2.5, 3.1):
+        for local in (4.0, 4.5, 5.0):
+            for second in (2, 5):
+                for circle in (0.33, 0.45):
+                    rule = dict(probe.LEGIBLE, max_reach=reach, max_local=local, max_second_area=second,
+                                circle_below=circle)
+                    results.append((agreement(rule), allowed(rule), reach, local, second, circle))
+    for name, pool in (("allowed by the suite", [r for r in results if r[1]]), ("any", results)):
+        best = max(pool)
+        print(f"best over the grid, {name}: {100 * best[0]:.1f}% (max_reach {best[2]}, max_local {best[3]}, "
+              f"max_second_area {best[4]}, circle_below {best[5]})")
+
+
 if __name__ == "__main__":
     command = sys.argv[1:2]
     if command == ["collect"]:
@@ -114,5 +161,7 @@ if __name__ == "__main__":
         build()
     elif command == ["sheets"]:
         sheets()
+    elif command == ["ceiling"]:
+        ceiling()
     else:
         raise SystemExit(__doc__)
