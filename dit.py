@@ -160,7 +160,7 @@ def noisy(x_0, t, eps):
 
 def draw_time(n, kind, generator):
     """Where training spends its effort. uniform: t ~ U(0, 1). logit-normal: t = sigmoid(0.8 n + 0.8),
-    n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels 25 Euler steps never visit."""
+    n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels 25 sampling steps hardly visit."""
     if kind == "uniform":
         return torch.rand(n, generator=generator)
     return torch.sigmoid(0.8 * torch.randn(n, generator=generator) + 0.8)

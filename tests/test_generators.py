@@ -130,7 +130,8 @@ def test_maskgit_refuses_a_label_smoothing_outside_zero_one(script, capsys, tmp_
 def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
     """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
     out = tmp_path / "run"
-    own = {"dit.py": ["--time-dist", "logit-normal"], "maskgit.py": ["--label-smoothing", "0.1"],
+    own = {"dit.py": ["--time-dist", "logit-normal"], "mar.py": ["--time-dist", "logit-normal"],
+           "maskgit.py": ["--label-smoothing", "0.1"],
            "jepa_maskgit.py": ["--label-smoothing", "0.1"]}.get(script, [])  # a model's own knobs, through too
     result = run(script, *FAST, "--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01", *own,
                  "--out", str(out))

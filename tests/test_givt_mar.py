@@ -68,6 +68,17 @@ def test_mar_diffusion_loss_falls_on_a_fixed_batch():
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
 
 
+def test_mar_learns_with_either_time_distribution_and_logit_normal_leans_to_noise():
+    generator = torch.Generator().manual_seed(0)
+    leaning = mar.draw_time(20000, "logit-normal", generator)
+    assert 0 < leaning.min() and leaning.max() < 1 and abs(leaning.median() - 0.69) < 0.02
+    assert (leaning < 0.1).float().mean() < 0.01 < (mar.draw_time(20000, "uniform", generator) < 0.1).float().mean()
+    torch.manual_seed(0)
+    loss = lambda m, x, v, p, g: mar.masked_loss(m, x, v, p, g, time_dist="logit-normal")
+    losses = overfit(loss, mar.MAR(48, width=64, depth=2))
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+
+
 def test_cosine_schedule_ends():
     assert mar.alpha_bar(torch.tensor(0.0)).item() == 1
     assert abs(mar.alpha_bar(torch.tensor(1.0)).item() - 1e-4) < 1e-9

@@ -15,6 +15,7 @@ SHARED = {   # name -> the files that must hold the same copy
     "Block": GENERATORS,
     "Tokens": ["dit.py", "givt.py", "mar.py"],
     "timestep_embedding": ["dit.py", "mar.py"],
+    "draw_time": ["dit.py", "mar.py"],
     "mask_ratio": ["maskgit.py", "givt.py", "mar.py"],
     "random_mask": ["maskgit.py", "givt.py", "mar.py"],
     "remask_count": ["maskgit.py", "givt.py", "mar.py"],
