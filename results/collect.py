@@ -3,10 +3,13 @@ metrics, and tables of the three readings, means over seeds and the time to comp
 
     python probe.py rejudge runs/dit runs/dit-seed1 ...                      # today's judge first
     python results/collect.py --to results/default runs/dit runs/dit-seed1 ...
+    python results/collect.py --to results/timing --clock runs/dit-alone runs/dit runs/dit-seed1 ...
 
 Runs that differ only in --seed (and --out) are one setting; its table row is the mean
 (± std) over them. The time to composition is the first evaluation at which level-2's
-composition reading reaches 50% and 90%, with the run's wall time at that evaluation.
+composition reading reaches 50% and 90%, with the run's wall time at that evaluation, or,
+with --clock, the wall time a run alone on the machine had at that step: runs that shared the
+machine then compare at equal wall time.
 """
 import argparse
 import json
@@ -26,7 +29,7 @@ READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"
 IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a setting's name
 DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "jepa_weight": 0.6, "jepa_layers": [2, 3],
             "data": "fixed", "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "batch_size": 64,
-            "time_dist": "uniform", "label_smoothing": 0.0}  # the flags a setting is named by, at their defaults
+            "time_dist": "logit-normal", "label_smoothing": 0.0}  # the flags a setting is named by, at their defaults
 UNMASK = {"maskgit": "confidence", "jepa_maskgit": "confidence", "givt": "random"}   # each script's default
 
 
@@ -34,6 +37,8 @@ def setting(config):
     """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
     the defaults the scripts print (seed, folder and device left out)."""
     defaults = {**DEFAULTS, "unmask": UNMASK.get(config["model"])}
+    if config["model"] in ("dit", "mar"):
+        config = {"time_dist": "uniform", **config}        # runs from before --time-dist drew t uniformly
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
              for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
     return " ".join([f"{config['model']}.py", *flags])
@@ -89,14 +94,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--to", required=True, help="results folder to write (committed)")
     parser.add_argument("folders", nargs="+", help="run folders")
+    parser.add_argument("--clock", help="a run that had the machine to itself: the wall times of the other runs of "
+                        "its model are read off it at the same step (its recipes cost the same per step)")
     args = parser.parse_args(argv)
     os.makedirs(args.to, exist_ok=True)
+    clock = {}
+    if args.clock:
+        model = json.load(open(os.path.join(args.clock, "config.json")))["model"]
+        clock[model] = {m["step"]: m.get("seconds", float("nan")) for m in runs.read_metrics(args.clock)}
     groups = {}
     for folder in args.folders:
         history = runs.read_metrics(folder)
         if not history:
             raise SystemExit(f"error: {folder} has no metrics.jsonl")
         config = json.load(open(os.path.join(folder, "config.json")))
+        if config["model"] in clock:
+            history = [{**m, "seconds": clock[config["model"]].get(m["step"], float("nan"))} for m in history]
         name = os.path.basename(os.path.normpath(folder))
         kept = os.path.join(args.to, "runs", name)
         os.makedirs(kept, exist_ok=True)
@@ -105,8 +118,10 @@ def main(argv=None):
         for picture in ("samples.png", "curves.png"):
             shutil.copy(os.path.join(folder, picture), os.path.join(args.to, f"{name}-{picture}"))
         groups.setdefault(setting(config), []).append((name, config, history))
-    lines = [f"Written by `python results/collect.py --to {args.to} {' '.join(args.folders)}`, from each run's "
-             "last evaluation (32 samples per composition unless the run says otherwise), judged by probe.py.", "",
+    clock_flag = f"--clock {args.clock} " if args.clock else ""
+    lines = [f"Written by `python results/collect.py --to {args.to} {clock_flag}{' '.join(args.folders)}`, from each run's "
+             "last evaluation (32 samples per composition unless the run says otherwise), judged by probe.py."
+             + (f" Wall times of {', '.join(clock)} runs: `{args.clock}`'s at the same step." if clock else ""), "",
              "## The three readings (%): composed / fidelity / probe", "",
              "| setting | seeds | steps | wall time | seen | level-1 | level-2 | not legible | "
              + " | ".join(data.COMPOSITIONS) + " (composed) |",

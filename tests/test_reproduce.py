@@ -125,3 +125,16 @@ def test_the_rate_scan_launches_w_copies_and_sums_their_rates(tmp_path):
     assert result.returncode == 0, result.stderr[-1000:]
     assert result.stdout.splitlines() == ["W=1 per-run it/s: 1.50 | total 1.5",
                                           "W=2 per-run it/s: 1.50 3.00 | total 4.5"], result.stdout
+
+
+def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
+    sys.path.insert(0, os.path.join(ROOT, "results"))
+    import collect
+    config = json.load(open(os.path.join(ROOT, "results", "default", "runs", "maskgit", "config.json")))
+    assert collect.setting(config) == "maskgit.py"
+    assert collect.setting({**config, "lr": 3e-4, "label_smoothing": 0.1}) == "maskgit.py --label-smoothing 0.1 --lr 0.0003"
+    new = {"model": "dit", "cond": "continuous", "time_dist": "logit-normal"}
+    assert collect.setting(new) == "dit.py"
+    assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
+    # runs written before the flag existed have no time_dist: they drew t uniformly
+    assert collect.setting({"model": "mar", "cond": "dropout"}) == "mar.py --cond dropout --time-dist uniform"
