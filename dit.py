@@ -35,8 +35,9 @@ def get_config(argv=None):
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
-    parser.add_argument("--time-dist", default="uniform", choices=("uniform", "logit-normal"),
-                        help="how training draws t: U(0, 1), or sigmoid(0.8 n + 0.8) leaning to noise")
+    parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
+                        help="how training draws t: sigmoid(0.8 n + 0.8) leaning to noise (the recipe study's "
+                             "pick, results/README.md), or U(0, 1), the default before 2026-12-01")
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
@@ -166,7 +167,7 @@ def draw_time(n, kind, generator):
     return torch.sigmoid(0.8 * torch.randn(n, generator=generator) + 0.8)
 
 
-def flow_loss(model, x_0, values, present, generator, time_dist="uniform"):
+def flow_loss(model, x_0, values, present, generator, time_dist="logit-normal"):
     t = draw_time(len(x_0), time_dist, generator).to(x_0.device)
     eps = torch.randn(x_0.shape, generator=generator).to(x_0.device)
     x_t = noisy(x_0, t, eps)

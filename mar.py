@@ -40,8 +40,9 @@ def get_config(argv=None):
     parser.add_argument("--draws", type=int, default=2,
                         help="(t, noise) draws per hidden token per step (the MAR paper: 4; 2 keeps a CPU run in budget)")
     parser.add_argument("--temperature", type=float, default=1.0, help="multiplies the sampler's noise")
-    parser.add_argument("--time-dist", default="uniform", choices=("uniform", "logit-normal"),
-                        help="how training draws t: U(0, 1), or sigmoid(0.8 n + 0.8) leaning to noise")
+    parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
+                        help="how training draws t: sigmoid(0.8 n + 0.8) leaning to noise (the recipe study's "
+                             "pick, results/README.md), or U(0, 1), the default before 2026-12-01")
     args = parser.parse_args(argv)
     for name in ("sample_steps", "diffusion_steps", "draws"):
         if getattr(args, name) < 1:
@@ -224,7 +225,7 @@ def draw_time(n, kind, generator):
     return torch.sigmoid(0.8 * torch.randn(n, generator=generator) + 0.8)
 
 
-def masked_loss(model, x, values, present, generator, draws=2, time_dist="uniform"):
+def masked_loss(model, x, values, present, generator, draws=2, time_dist="logit-normal"):
     """Epsilon prediction ||eps_hat(x_t, t, z) - eps||^2 on the hidden tokens only."""
     mask = random_mask(*x.shape[:2], generator).to(x.device)
     z = model(x, mask, values, present)[mask].repeat(draws, 1)              # (M * draws, D)

@@ -67,8 +67,10 @@ def test_masked_loss_noises_each_hidden_token_and_scores_the_predicted_noise():
     counts = torch.bincount(tags, minlength=32 * 64)
     assert torch.equal(counts[hidden_tags], torch.full_like(hidden_tags, 2)) and counts.sum() == 2 * mask.sum(), \
         "the denoiser must see every hidden token (and only those), draws = 2 times each"
-    assert 0 <= t.min() and t.max() <= 1 and abs(t.mean().item() - 0.5) < 0.05, \
-        f"t ~ U(0, 1), one per row; got mean {t.mean():.3f}"
+    logit = torch.log(t / (1 - t))                                          # the default: logit-normal
+    assert 0 < t.min() and t.max() < 1 and abs(logit.mean().item() - 0.8) < 0.05 and abs(logit.std().item() - 0.8) < 0.05, \
+        f"t = draw_time(n, 'logit-normal', generator), one per row: logit(t) ~ N(0.8, 0.8^2) expected; got mean " \
+        f"{logit.mean():.3f}, std {logit.std():.3f}"
     x_0 = x.reshape(-1, 4)[tags]                                             # each row's clean token
     a = cosine(t).float()[:, None]
     keep = t < 0.95                                                          # eps = (x_t - sqrt(a) x_0) / sqrt(1 - a)
@@ -82,6 +84,11 @@ def test_masked_loss_noises_each_hidden_token_and_scores_the_predicted_noise():
         f"loss = mean ||eps_hat - eps||^2 over the denoiser's rows: expected {want.item():.5f}, got {loss.item():.5f}"
     loss.backward()
     assert model.w.grad is not None and model.w.grad != 0, "the loss must reach the denoiser"
+    uniform = TaggedMAR()
+    mar.masked_loss(uniform, x, values, present, torch.Generator().manual_seed(1), draws=2, time_dist="uniform")
+    t = uniform.calls[0][1]
+    assert abs(t.mean().item() - 0.5) < 0.05 and abs(t.std().item() - 0.2887) < 0.03, \
+        f"time_dist='uniform': t ~ U(0, 1), mean 0.5 and std 0.289 expected; got mean {t.mean():.3f}, std {t.std():.3f}"
 
 
 class OracleHead(torch.nn.Module):
