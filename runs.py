@@ -226,9 +226,18 @@ def save_checkpoint(out, **state):
     data.save_atomic(state, os.path.join(out, "ckpt.pt"))
 
 
+def with_flags_added_since(config):
+    """A run's config with what it did for the flags added after it was made, where that is not
+    today's default: dit.py and mar.py drew t uniformly until --time-dist came (2026-12-01)."""
+    if config.get("model") in ("dit", "mar"):
+        return {"time_dist": "uniform", **config}
+    return config
+
+
 def check_resumable(out, model, config):
     """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
     saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True).get("config", {})
+    saved = with_flags_added_since(saved)
     if saved.get("model") != model:
         raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
     for key in [k for k in saved if k not in ("device", "resume", "out", "steps") and k in config]:

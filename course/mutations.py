@@ -1,6 +1,6 @@
 """Are the checks strict? Break each assignment's answer on purpose and see the checks fail.
 
-    python course/mutations.py            # 28 broken answers, about 5 minutes on 2 cores
+    python course/mutations.py            # 29 broken answers, about 5 minutes on 2 cores
     python course/mutations.py A5         # only A5's
 
 Each mutation copies the repository, replaces one line of a correct answer by a typical
@@ -25,6 +25,7 @@ MUTATIONS = [
     ("A2", "givt.py", "return nll.mean() / x.shape[-1]", "return nll.mean()"),
     ("A3", "dit.py", "return (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps", "return t[:, None, None] * x_0 + (1 - t[:, None, None]) * eps"),
     ("A3", "dit.py", "weight = 1 / t.clamp(min=0.05) ** 2", "weight = 1 / t.clamp(min=0.05)"),
+    ("A3", "dit.py", "weight = 1 / t.clamp(min=0.05) ** 2", "weight = 1 / t ** 2"),
     ("A3", "dit.py", "t = draw_time(len(x_0), time_dist, generator)", "t = torch.rand(len(x_0), generator=generator)"),
     ("A3", "dit.py", "velocity = (x - x0_hat) / t", "velocity = (x - x0_hat)"),
     ("A3", "dit.py", "times = torch.linspace(1, 0, steps + 1)\n    for t, t_next", "times = torch.linspace(1, 0.02, steps + 1)\n    for t, t_next"),

@@ -37,8 +37,7 @@ def setting(config):
     """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
     the defaults the scripts print (seed, folder and device left out)."""
     defaults = {**DEFAULTS, "unmask": UNMASK.get(config["model"])}
-    if config["model"] in ("dit", "mar"):
-        config = {"time_dist": "uniform", **config}        # runs from before --time-dist drew t uniformly
+    config = runs.with_flags_added_since(config)
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
              for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
     return " ".join([f"{config['model']}.py", *flags])

@@ -44,7 +44,8 @@ def test_flow_loss_draws_t_and_eps_and_weighs_the_x0_error_as_a_velocity_error()
     x_t, t = model.calls[0]
     assert t.shape == (4096,), f"one t per image: expected shape (4096,), got {tuple(t.shape)}"
     logit = torch.log(t / (1 - t))                                          # the default: logit-normal
-    assert 0 < t.min() and t.max() < 1 and abs(logit.mean().item() - 0.8) < 0.05 and abs(logit.std().item() - 0.8) < 0.05, \
+    assert 0 < t.min() and t.max() < 1 \
+        and abs(logit.mean().item() - 0.8) < 0.05 and abs(logit.std().item() - 0.8) < 0.05, \
         f"t = draw_time(n, 'logit-normal', generator): logit(t) ~ N(0.8, 0.8^2) expected; got mean " \
         f"{logit.mean():.3f}, std {logit.std():.3f}"
     away = t > 0.05                                                          # eps = (x_t - (1 - t) x_0) / t
@@ -58,11 +59,15 @@ def test_flow_loss_draws_t_and_eps_and_weighs_the_x0_error_as_a_velocity_error()
         f"got {loss.item():.5f}"
     loss.backward()
     assert model.a.grad is not None and model.a.grad != 0, "the loss must reach the model"
-    uniform = RecordingDiT()
-    dit.flow_loss(uniform, x_0, values, present, torch.Generator().manual_seed(2), time_dist="uniform")
-    t = uniform.calls[0][1]
+    uniform = RecordingDiT()                                                # about 5% of t below the floor
+    loss = dit.flow_loss(uniform, x_0, values, present, torch.Generator().manual_seed(2), time_dist="uniform")
+    x_t, t = uniform.calls[0]
     assert abs(t.mean().item() - 0.5) < 0.03 and abs(t.std().item() - 0.2887) < 0.02, \
         f"time_dist='uniform': t ~ U(0, 1), mean 0.5 and std 0.289 expected; got mean {t.mean():.3f}, std {t.std():.3f}"
+    want = ((x_t * 0.3 + 0.1 - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
+    assert torch.allclose(loss, want, rtol=1e-4), \
+        f"time_dist='uniform': loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2: expected {want.item():.5f}, " \
+        f"got {loss.item():.5f}"
 
 
 class ConstantDiT(torch.nn.Module):

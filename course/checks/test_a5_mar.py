@@ -68,7 +68,8 @@ def test_masked_loss_noises_each_hidden_token_and_scores_the_predicted_noise():
     assert torch.equal(counts[hidden_tags], torch.full_like(hidden_tags, 2)) and counts.sum() == 2 * mask.sum(), \
         "the denoiser must see every hidden token (and only those), draws = 2 times each"
     logit = torch.log(t / (1 - t))                                          # the default: logit-normal
-    assert 0 < t.min() and t.max() < 1 and abs(logit.mean().item() - 0.8) < 0.05 and abs(logit.std().item() - 0.8) < 0.05, \
+    assert 0 < t.min() and t.max() < 1 \
+        and abs(logit.mean().item() - 0.8) < 0.07 and abs(logit.std().item() - 0.8) < 0.06, \
         f"t = draw_time(n, 'logit-normal', generator), one per row: logit(t) ~ N(0.8, 0.8^2) expected; got mean " \
         f"{logit.mean():.3f}, std {logit.std():.3f}"
     x_0 = x.reshape(-1, 4)[tags]                                             # each row's clean token
