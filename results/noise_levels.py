@@ -25,24 +25,24 @@ LEVELS = (0.02, 0.04, 0.1, 0.2, 0.4, 0.7, 0.96)
 N = 512
 
 
-def image_sets(config):
+def image_sets(config, n):
     training, _, training_latents = data.training_set(config["train_per_comp"])
-    fresh, _, fresh_latents = data.make_dataset(data.SEEN, N // len(data.SEEN), seed=2026)
-    novel, _, novel_latents = data.make_dataset(["111"], N, seed=2026)
-    return {"training": (training[:N], training_latents[:N]), "fresh seen": (fresh, fresh_latents),
+    fresh, _, fresh_latents = data.make_dataset(data.SEEN, n // len(data.SEEN), seed=2026)
+    novel, _, novel_latents = data.make_dataset(["111"], n, seed=2026)
+    return {"training": (training[:n], training_latents[:n]), "fresh seen": (fresh, fresh_latents),
             "fresh 111": (novel, novel_latents)}
 
 
 @torch.no_grad()
-def errors(run):
+def errors(run, n=None):
     state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
-    config = state["config"]
+    config, n = state["config"], n or N
     tokens = dit.Tokens(config["tokenizer"])
     model = dit.DiT(tokens.dim, config["width"], config["depth"], config["heads"])
     model.load_state_dict(state["ema"])
     model.eval()
     rows = {}
-    for name, (images, latents) in image_sets(config).items():
+    for name, (images, latents) in image_sets(config, n).items():
         x_0 = tokens.encode(images).float()                                 # (N, T, C)
         values, present = data.conditioning(latents, config["cond"], train=False)
         generator = torch.Generator().manual_seed(0)                        # the same noise for every run

@@ -138,3 +138,19 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
     # runs written before the flag existed have no time_dist: they drew t uniformly
     assert collect.setting({"model": "mar", "cond": "dropout"}) == "mar.py --cond dropout --time-dist uniform"
+
+
+def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
+    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import noise_levels
+    from scripts import FAST, run
+    out = tmp_path / "dit"
+    assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
+    step, time_dist, rows = noise_levels.errors(str(out), n=32)
+    assert (step, time_dist) == (4, "logit-normal") and list(rows) == ["training", "fresh seen", "fresh 111"]
+    for values in rows.values():
+        assert len(values) == len(noise_levels.LEVELS) and all(0 < v < 10 for v in values)
+    noise_levels.N = 16
+    noise_levels.main([str(out)])
+    assert capsys.readouterr().out.count(f"| `{out}` | 4 | logit-normal |") == 3
