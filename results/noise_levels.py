@@ -20,9 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import dit  # noqa: E402
+import runs  # noqa: E402
 
 LEVELS = (0.02, 0.04, 0.1, 0.2, 0.4, 0.7, 0.96)
-N = 512
 
 
 def image_sets(config, n):
@@ -34,9 +34,9 @@ def image_sets(config, n):
 
 
 @torch.no_grad()
-def errors(run, n=None):
+def errors(run, n):
     state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
-    config, n = state["config"], n or N
+    config = runs.with_flags_added_since(state["config"])
     tokens = dit.Tokens(config["tokenizer"])
     model = dit.DiT(tokens.dim, config["width"], config["depth"], config["heads"])
     model.load_state_dict(state["ema"])
@@ -52,20 +52,21 @@ def errors(run, n=None):
             eps = torch.randn(x_0.shape, generator=generator)
             x0_hat = model(dit.noisy(x_0, t, eps), t, values, present)
             rows[name].append(((x0_hat - x_0) ** 2).mean().item())
-    return state["step"], config.get("time_dist", "uniform"), rows
+    return state["step"], config["time_dist"], rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="DiT run folders with a ckpt.pt")
+    parser.add_argument("--images", type=int, default=512, help="images in each of the three sets")
     args = parser.parse_args(argv)
     print("Mean squared error of x0_hat per value, x 10^-4:\n")
     print("| run | step | t drawn | images | " + " | ".join(f"t = {t}" for t in LEVELS) + " |")
     print("|" + "---|" * (4 + len(LEVELS)))
-    for run in args.runs:
-        step, time_dist, rows = errors(run)
+    for folder in args.runs:
+        step, time_dist, rows = errors(folder, args.images)
         for name, values in rows.items():
-            print(f"| `{run}` | {step} | {time_dist} | {name} | " + " | ".join(f"{1e4 * v:.2f}" for v in values) + " |")
+            print(f"| `{folder}` | {step} | {time_dist} | {name} | " + " | ".join(f"{1e4 * v:.2f}" for v in values) + " |")
 
 
 if __name__ == "__main__":

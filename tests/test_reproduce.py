@@ -151,6 +151,5 @@ def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
     assert (step, time_dist) == (4, "logit-normal") and list(rows) == ["training", "fresh seen", "fresh 111"]
     for values in rows.values():
         assert len(values) == len(noise_levels.LEVELS) and all(0 < v < 10 for v in values)
-    noise_levels.N = 16
-    noise_levels.main([str(out)])
+    noise_levels.main([str(out), "--images", "16"])
     assert capsys.readouterr().out.count(f"| `{out}` | 4 | logit-normal |") == 3
