@@ -256,10 +256,15 @@ def load_checkpoint(out):
     return state
 
 
+def start_clock(before=0.0):
+    """The wall time that metrics.jsonl records counts from here, plus `before` seconds."""
+    _CLOCK.update(start=time.time(), before=before)
+
+
 def run(model, config, train):
     """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
     print(f"{model}: device {config['device']}, run folder {config['out']}")
-    _CLOCK.update(start=time.time(), before=0.0)
+    start_clock()
     try:
         metrics = train(config)
     except KeyboardInterrupt:

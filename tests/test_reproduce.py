@@ -153,3 +153,32 @@ def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
         assert len(values) == len(noise_levels.LEVELS) and all(0 < v < 10 for v in values)
     noise_levels.main([str(out), "--images", "16"])
     assert capsys.readouterr().out.count(f"| `{out}` | 4 | logit-normal |") == 3
+
+
+@pytest.mark.parametrize("script, change", [("givt.py", "temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
+                                            ("mar.py", "diffusion_steps=3")])
+def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsys, script, change):
+    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import numpy as np
+    import resample
+    from scripts import FAST, run
+    out = tmp_path / "run"
+    assert run(script, *FAST, "--out", str(out)).returncode == 0
+    same, changed = tmp_path / "same", tmp_path / "changed"
+    resample.main([str(out), "--out", str(same)])
+    original, redrawn = np.load(out / "samples.npz"), np.load(same / "samples.npz")
+    assert (original["images"] == redrawn["images"]).all()           # nothing changed: the run's own samples
+    resample.main([str(out), "--out", str(changed), "--set", change])
+    assert (np.load(changed / "samples.npz")["images"] != original["images"]).any()
+    key, value = change.split("=")
+    config = json.loads((changed / "config.json").read_text())
+    assert float(config[key]) == float(value) and config["resampled_from"] == str(out)
+    [line] = [json.loads(x) for x in (changed / "metrics.jsonl").read_text().splitlines()]
+    assert line["step"] == 4 and line["loss"] == json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])["loss"]
+    capsys.readouterr()
+    for argv, said in (([str(out), "--out", str(tmp_path / "x"), "--set", "width=8"], "'width' is not one of them"),
+                       ([str(out), "--out", str(changed)], "already holds metrics.jsonl")):
+        with pytest.raises(SystemExit) as exit:
+            resample.main(argv)
+        assert said in str(exit.value.code)
