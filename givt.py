@@ -36,6 +36,8 @@ def get_config(argv=None):
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
+    parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
+                        help="gamma(r), the share of tokens hidden, in training and in decoding")
     # Density confidence commits the flat background first (its log-density over 48 values
     # dwarfs an object token's); early in training that left scattered fragments, so the
     # default is random order, as in mar.py. --unmask confidence is there to compare.
@@ -164,15 +166,18 @@ class GIVT(nn.Module):
 
 # ----------------------------------------------------------------- masking and the mixture
 
-def mask_ratio(r):
-    """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
+def mask_ratio(r, schedule="cosine"):
+    """gamma(r): 1 (all masked) at r = 0, 0 at r = 1. cosine: cos(pi r / 2), concave, the MaskGIT
+    paper's choice (training hides many tokens more often); linear: 1 - r."""
+    if schedule == "linear":
+        return 1 - r
     return torch.cos(math.pi / 2 * r)
 
 
-def random_mask(batch, tokens, generator):
+def random_mask(batch, tokens, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r) * tokens).ceil().clamp(min=1)                    # (B,)
+    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)                    # (B,)
     rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
@@ -184,9 +189,9 @@ def log_density(x, log_weights, means, scales):
     return torch.logsumexp(log_weights + log_normal, -1)                    # (...,)
 
 
-def masked_loss(model, x, values, present, generator):
+def masked_loss(model, x, values, present, generator, schedule="cosine"):
     """Negative log-likelihood of the hidden tokens, in nats per token value."""
-    mask = random_mask(*x.shape[:2], generator).to(x.device)
+    mask = random_mask(*x.shape[:2], generator, schedule).to(x.device)
     log_weights, means, scales = model(x, mask, values, present)           # the answer is hidden
     nll = -log_density(x[mask].float(), log_weights[mask].float(), means[mask].float(), scales[mask].float())
     return nll.mean() / x.shape[-1]
@@ -222,7 +227,8 @@ def train(config):
         for group in optimizer.param_groups:                                # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator)
+            loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator,
+                               config["mask_schedule"])
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -244,18 +250,19 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
-def remask_count(s, steps, tokens, masked):
+def remask_count(s, steps, tokens, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
     schedule would not) and none after the last step."""
     if s == steps - 1:
         return 0
-    return min(int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens)), int(masked.sum(1).min()) - 1)
+    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
+    return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
 
 
 @torch.no_grad()
 def sample(model, values, present, token_dim, steps, generator, unmask="random", choice_temperature=4.5,
-           temperature=1.0, tokens=64):
+           temperature=1.0, tokens=64, schedule="cosine"):
     """Parallel decoding: start all hidden; at step s sample every hidden token from its
     mixture, keep the most likely, and hide gamma((s+1)/S) T again, none after S steps."""
     device = next(model.parameters()).device
@@ -276,7 +283,7 @@ def sample(model, values, present, token_dim, steps, generator, unmask="random",
         else:                                                               # a random order
             confidence = torch.rand(masked.shape, generator=generator).to(device)
         confidence = confidence.masked_fill(~masked, math.inf)              # decoded tokens stay
-        remask = remask_count(s, steps, tokens, masked)
+        remask = remask_count(s, steps, tokens, masked, schedule)
         x = torch.where(masked[..., None], drawn, x)
         masked = torch.zeros_like(masked)
         if remask > 0:
@@ -294,7 +301,7 @@ def evaluate(model, tokens, config, step, loss):
     values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
     generator = torch.Generator().manual_seed(config["seed"] + 1)
     x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["unmask"],
-               config["choice_temperature"], config["temperature"])
+               config["choice_temperature"], config["temperature"], schedule=config["mask_schedule"])
     model.train()
     return runs.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
                         title=f"GIVT ({config['cond']}, {config['tokenizer']}, {config['unmask']} unmasking)")

@@ -72,9 +72,10 @@ def make_predictors(width, layers):
 
 
 # ------------------------------------------------------------------------------ JEPA loss
-def jepa_losses(model, target, predictors, ids, values, present, generator, layers, label_smoothing=0.0):
+def jepa_losses(model, target, predictors, ids, values, present, generator, layers, label_smoothing=0.0,
+                schedule="cosine"):
     """(cross-entropy, JEPA loss) on one batch; the mask is drawn exactly as maskgit.py draws it."""
-    mask = random_mask(*ids.shape, generator).to(ids.device)
+    mask = random_mask(*ids.shape, generator, schedule).to(ids.device)
     c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
     cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask].float(), ids[mask],
                                     label_smoothing=label_smoothing)                # as maskgit.py's
@@ -127,7 +128,7 @@ def train(config):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             cross_entropy, jepa = jepa_losses(model, target, predictors, batch.to(device), values.to(device),
                                               present.to(device), generator, config["jepa_layers"],
-                                              config["label_smoothing"])
+                                              config["label_smoothing"], config["mask_schedule"])
         loss = cross_entropy + config["jepa_weight"] * jepa
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)

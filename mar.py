@@ -36,6 +36,8 @@ def get_config(argv=None):
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
+    parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
+                        help="gamma(r), the share of tokens hidden, in training and in decoding")
     parser.add_argument("--diffusion-steps", type=int, default=25, help="denoising steps per token")
     parser.add_argument("--draws", type=int, default=2,
                         help="(t, noise) draws per hidden token per step (the MAR paper: 4; 2 keeps a CPU run in budget)")
@@ -197,15 +199,18 @@ class MAR(nn.Module):
 # ------------------------------------------------------------ masking and per-token diffusion
 
 
-def mask_ratio(r):
-    """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
+def mask_ratio(r, schedule="cosine"):
+    """gamma(r): 1 (all masked) at r = 0, 0 at r = 1. cosine: cos(pi r / 2), concave, the MaskGIT
+    paper's choice (training hides many tokens more often); linear: 1 - r."""
+    if schedule == "linear":
+        return 1 - r
     return torch.cos(math.pi / 2 * r)
 
 
-def random_mask(batch, tokens, generator):
+def random_mask(batch, tokens, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r) * tokens).ceil().clamp(min=1)                    # (B,)
+    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)                    # (B,)
     rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
@@ -225,9 +230,9 @@ def draw_time(n, kind, generator):
     return torch.sigmoid(0.8 * torch.randn(n, generator=generator) + 0.8)
 
 
-def masked_loss(model, x, values, present, generator, draws=2, time_dist="logit-normal"):
+def masked_loss(model, x, values, present, generator, draws=2, time_dist="logit-normal", schedule="cosine"):
     """Epsilon prediction ||eps_hat(x_t, t, z) - eps||^2 on the hidden tokens only."""
-    mask = random_mask(*x.shape[:2], generator).to(x.device)
+    mask = random_mask(*x.shape[:2], generator, schedule).to(x.device)
     z = model(x, mask, values, present)[mask].repeat(draws, 1)              # (M * draws, D)
     x_0 = x[mask].repeat(draws, 1)                                          # several draws a token
     t = draw_time(len(x_0), time_dist, generator).to(x.device)
@@ -268,7 +273,7 @@ def train(config):
             group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator,
-                               config["draws"], config["time_dist"])
+                               config["draws"], config["time_dist"], config["mask_schedule"])
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -290,13 +295,14 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
-def remask_count(s, steps, tokens, masked):
+def remask_count(s, steps, tokens, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
     schedule would not) and none after the last step."""
     if s == steps - 1:
         return 0
-    return min(int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens)), int(masked.sum(1).min()) - 1)
+    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
+    return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
 
 
 @torch.no_grad()
@@ -317,7 +323,8 @@ def denoise(model, z, token_dim, steps, generator, temperature=1.0):
 
 
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, diffusion_steps=25, temperature=1.0, tokens=64):
+def sample(model, values, present, token_dim, steps, generator, diffusion_steps=25, temperature=1.0, tokens=64,
+           schedule="cosine"):
     """Random-order decoding: start all hidden; at step s pick the hidden tokens to commit
     (all but gamma((s+1)/S) T of them), sample just those with the denoiser, and go on."""
     device = next(model.parameters()).device
@@ -326,7 +333,7 @@ def sample(model, values, present, token_dim, steps, generator, diffusion_steps=
     for s in range(steps):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             z = model(x, masked, values.to(device), present.to(device)).float()
-        remask = remask_count(s, steps, tokens, masked)
+        remask = remask_count(s, steps, tokens, masked, schedule)
         order = torch.rand(masked.shape, generator=generator).to(device).masked_fill(~masked, math.inf)
         still_masked = torch.zeros_like(masked).scatter(1, order.argsort(1)[:, :remask], True)
         commit = masked & ~still_masked                                     # (B, T) this step's tokens
@@ -344,7 +351,7 @@ def evaluate(model, tokens, config, step, loss):
     values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
     generator = torch.Generator().manual_seed(config["seed"] + 1)
     x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["diffusion_steps"],
-               config["temperature"])
+               config["temperature"], schedule=config["mask_schedule"])
     model.train()
     return runs.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
                         title=f"MAR ({config['cond']}, {config['tokenizer']})")

@@ -34,6 +34,8 @@ def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, de
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
+    parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
+                        help="gamma(r), the share of tokens hidden, in training and in decoding")
     parser.add_argument("--unmask", default="confidence", choices=("confidence", "random"),
                         help="which masked ids to commit at each decoding step")
     parser.add_argument("--choice-temperature", type=float, default=4.5,
@@ -140,22 +142,25 @@ class MaskGIT(nn.Module):
 
 
 # ------------------------------------------------------------------------------ masking
-def mask_ratio(r):
-    """gamma(r) = cos(pi r / 2): 1 (all masked) at r = 0, 0 at r = 1."""
+def mask_ratio(r, schedule="cosine"):
+    """gamma(r): 1 (all masked) at r = 0, 0 at r = 1. cosine: cos(pi r / 2), concave, the MaskGIT
+    paper's choice (training hides many tokens more often); linear: 1 - r."""
+    if schedule == "linear":
+        return 1 - r
     return torch.cos(math.pi / 2 * r)
 
 
-def random_mask(batch, tokens, generator):
+def random_mask(batch, tokens, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r) * tokens).ceil().clamp(min=1)                    # (B,)
+    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)                    # (B,)
     rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
 
-def masked_loss(model, ids, values, present, generator, label_smoothing=0.0):
+def masked_loss(model, ids, values, present, generator, label_smoothing=0.0, schedule="cosine"):
     """Cross-entropy -log p(x_i | x_unmasked, c), averaged over the masked positions only."""
-    mask = random_mask(*ids.shape, generator).to(ids.device)
+    mask = random_mask(*ids.shape, generator, schedule).to(ids.device)
     logits = model(ids.masked_fill(mask, model.mask_id), values, present)  # the answer is hidden
     return F.cross_entropy(logits[mask].float(), ids[mask], label_smoothing=label_smoothing)
 
@@ -191,7 +196,7 @@ def train(config):
             group["lr"] = runs.learning_rate(config, step)
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator,
-                               config["label_smoothing"])
+                               config["label_smoothing"], config["mask_schedule"])
         runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -213,17 +218,19 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
-def remask_count(s, steps, tokens, masked):
+def remask_count(s, steps, tokens, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
     schedule would not) and none after the last step."""
     if s == steps - 1:
         return 0
-    return min(int(math.floor(mask_ratio(torch.tensor((s + 1) / steps)) * tokens)), int(masked.sum(1).min()) - 1)
+    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
+    return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
 
 
 @torch.no_grad()
-def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5, tokens=64):
+def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5, tokens=64,
+           schedule="cosine"):
     """Parallel decoding: start all [MASK]; at step s sample every masked id, keep the most
     confident, and re-mask gamma((s+1)/S) T of them, so none is left after S steps."""
     device = next(model.parameters()).device
@@ -241,7 +248,7 @@ def sample(model, values, present, steps, generator, unmask="confidence", choice
         else:                                                               # a random order
             confidence = torch.rand(ids.shape, generator=generator).to(device)
         confidence = confidence.masked_fill(~masked, math.inf)              # decoded ids stay
-        remask = remask_count(s, steps, tokens, masked)
+        remask = remask_count(s, steps, tokens, masked, schedule)
         ids = torch.where(masked, drawn, ids)
         if remask > 0:
             lowest = confidence.argsort(1)[:, :remask]                      # least confident
@@ -258,7 +265,7 @@ def evaluate(model, codebook, config, step, loss):
     values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
     generator = torch.Generator().manual_seed(config["seed"] + 1)
     ids = sample(model, values, present, config["sample_steps"], generator, config["unmask"],
-                 config["choice_temperature"])
+                 config["choice_temperature"], schedule=config["mask_schedule"])
     model.train()
     return runs.record(config["out"], step, loss, codebook.decode(ids.cpu()).clip(0, 1), bits,
                         title=f"{config['model']} ({config['cond']}, {config['unmask']} unmasking)")

@@ -227,11 +227,15 @@ def save_checkpoint(out, **state):
 
 
 def with_flags_added_since(config):
-    """A run's config with what it did for the flags added after it was made, where that is not
-    today's default: dit.py and mar.py drew t uniformly until --time-dist came (2026-12-01)."""
+    """A run's config with what it did for the flags added after it was made: dit.py and mar.py
+    drew t uniformly until --time-dist came, and the masked models masked by the cosine schedule
+    until --mask-schedule came (both 2026-12-01)."""
+    done = {}
     if config.get("model") in ("dit", "mar"):
-        return {"time_dist": "uniform", **config}
-    return config
+        done["time_dist"] = "uniform"
+    if config.get("model") in ("maskgit", "jepa_maskgit", "givt", "mar"):
+        done["mask_schedule"] = "cosine"
+    return {**done, **config}
 
 
 def check_resumable(out, model, config):

@@ -29,14 +29,17 @@ READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"
 IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a setting's name
 DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "jepa_weight": 0.6, "jepa_layers": [2, 3],
             "data": "fixed", "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "batch_size": 64,
-            "time_dist": "logit-normal", "label_smoothing": 0.0}  # the flags a setting is named by, at their defaults
-UNMASK = {"maskgit": "confidence", "jepa_maskgit": "confidence", "givt": "random"}   # each script's default
+            "time_dist": "logit-normal", "label_smoothing": 0.0, "mask_schedule": "cosine", "components": 8,
+            "temperature": 1.0, "choice_temperature": 4.5, "sample_steps": 10, "diffusion_steps": 25,
+            "draws": 2}  # the flags a setting is named by, at their defaults
+OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},
+                "givt": {"unmask": "random"}, "dit": {"sample_steps": 25}}   # where a script differs
 
 
 def setting(config):
     """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
     the defaults the scripts print (seed, folder and device left out)."""
-    defaults = {**DEFAULTS, "unmask": UNMASK.get(config["model"])}
+    defaults = {**DEFAULTS, **OWN_DEFAULTS.get(config["model"], {})}
     config = runs.with_flags_added_since(config)
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
              for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]

@@ -131,9 +131,9 @@ def test_maskgit_refuses_a_label_smoothing_outside_zero_one(script, capsys, tmp_
 def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
     """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
     out = tmp_path / "run"
-    own = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform"],
-           "maskgit.py": ["--label-smoothing", "0.1"],
-           "jepa_maskgit.py": ["--label-smoothing", "0.1"]}.get(script, [])  # a model's own knobs, through too
+    own = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", "--mask-schedule", "linear"],
+           "maskgit.py": ["--label-smoothing", "0.1", "--mask-schedule", "linear"], "givt.py": ["--mask-schedule", "linear"],
+           "jepa_maskgit.py": ["--label-smoothing", "0.1", "--mask-schedule", "linear"]}.get(script, [])  # own knobs too
     result = run(script, *FAST, "--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01", *own,
                  "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -141,6 +141,8 @@ def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
     assert (config["data"], config["lr_schedule"], config["weight_decay"]) == ("fresh", "cosine", 0.01)
     if script in ("dit.py", "mar.py"):
         assert config["time_dist"] == "uniform"                      # not the default, logit-normal
+    if script != "dit.py":
+        assert config["mask_schedule"] == "linear"                   # not the default, cosine
     group = torch.load(out / "ckpt.pt", weights_only=True)["optimizer"]["param_groups"][0]
     assert group["weight_decay"] == 0.01
     assert group["lr"] == pytest.approx(runs.learning_rate(config, 3)) and group["lr"] < 1e-3 / 200

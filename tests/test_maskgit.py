@@ -26,6 +26,17 @@ def test_mask_schedule_ends():
     assert (maskgit.mask_ratio(r).diff() < 0).all()                        # always decreasing
 
 
+def test_the_linear_schedule_hides_one_minus_r():
+    r = torch.linspace(0, 1, 11)
+    assert torch.allclose(maskgit.mask_ratio(r, "linear"), 1 - r)
+    mask = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0), "linear")
+    assert abs(mask.sum(1).float().mean().item() / 64 - 0.5) < 0.03           # E[1 - r] = 1/2
+    full = torch.ones(1, 64, dtype=torch.bool)
+    counts = [maskgit.remask_count(s, 8, 64, full, "linear") for s in range(8)]
+    assert counts == [56, 48, 40, 32, 24, 16, 8, 0]                        # (1 - (s + 1) / 8) * 64
+    assert maskgit.remask_count(1, 8, 64, full) == math.floor(math.cos(math.pi / 8) * 64)   # cosine: the default
+
+
 def test_random_mask_counts():
     mask = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0))
     counts = mask.sum(1)
