@@ -138,6 +138,12 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
     # runs written before the flag existed have no time_dist: they drew t uniformly
     assert collect.setting({"model": "mar", "cond": "dropout"}) == "mar.py --cond dropout --time-dist uniform"
+    # a model's own knobs and a longer run are settings of their own, not more seeds of the default
+    givt = json.load(open(os.path.join(ROOT, "results", "default", "runs", "givt", "config.json")))
+    assert collect.setting(givt) == "givt.py"
+    assert collect.setting({**givt, "components": 16, "temperature": 0.0, "steps": 5000}) == \
+        "givt.py --components 16 --steps 5000 --temperature 0.0"
+    assert collect.setting({**givt, "mask_schedule": "linear"}) == "givt.py --mask-schedule linear"
 
 
 def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
