@@ -45,12 +45,16 @@ def get_config(argv=None):
                         help="which masked tokens to commit at each decoding step")
     parser.add_argument("--components", type=int, default=8, help="Gaussians in each token's mixture")
     parser.add_argument("--temperature", type=float, default=1.0, help="multiplies the sampled scales")
+    parser.add_argument("--mixture-temperature", type=float, default=1.0,
+                        help="tau: a token's component is drawn with probability ~ pi^(1/tau); 0 takes the likeliest")
     parser.add_argument("--choice-temperature", type=float, default=4.5,
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
     args = parser.parse_args(argv)
     for name in ("sample_steps", "components"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if args.mixture_temperature < 0:
+        parser.error(f"--mixture-temperature must be >= 0, got {args.mixture_temperature}")
     return runs.start_run(parser, args, MODEL)
 
 
@@ -260,9 +264,18 @@ def remask_count(s, steps, tokens, masked, schedule="cosine"):
     return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
 
 
+def choose_component(log_weights, tau, generator):
+    """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
+    weights pi, tau = 0 takes each token's most likely component."""
+    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)
+    if tau == 0:
+        return log_weights.argmax(-1)
+    return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
+
+
 @torch.no_grad()
 def sample(model, values, present, token_dim, steps, generator, unmask="random", choice_temperature=4.5,
-           temperature=1.0, tokens=64, schedule="cosine"):
+           temperature=1.0, tokens=64, schedule="cosine", mixture_temperature=1.0):
     """Parallel decoding: start all hidden; at step s sample every hidden token from its
     mixture, keep the most likely, and hide gamma((s+1)/S) T again, none after S steps."""
     device = next(model.parameters()).device
@@ -271,8 +284,7 @@ def sample(model, values, present, token_dim, steps, generator, unmask="random",
     for s in range(steps):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             log_weights, means, scales = (p.float() for p in model(x, masked, values.to(device), present.to(device)))
-        u = torch.rand(log_weights.shape, generator=generator).to(device)
-        k = (log_weights - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)  # Gumbel-max: k ~ pi
+        k = choose_component(log_weights, mixture_temperature, generator)  # (B, T)
         pick = k[..., None, None].expand(-1, -1, 1, token_dim)
         mu, sigma = means.gather(2, pick)[:, :, 0], scales.gather(2, pick)[:, :, 0]
         drawn = mu + temperature * sigma * torch.randn(mu.shape, generator=generator).to(device)
@@ -301,7 +313,8 @@ def evaluate(model, tokens, config, step, loss):
     values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
     generator = torch.Generator().manual_seed(config["seed"] + 1)
     x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["unmask"],
-               config["choice_temperature"], config["temperature"], schedule=config["mask_schedule"])
+               config["choice_temperature"], config["temperature"], schedule=config["mask_schedule"],
+               mixture_temperature=config["mixture_temperature"])
     model.train()
     return runs.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
                         title=f"GIVT ({config['cond']}, {config['tokenizer']}, {config['unmask']} unmasking)")

@@ -227,14 +227,16 @@ def save_checkpoint(out, **state):
 
 
 def with_flags_added_since(config):
-    """A run's config with what it did for the flags added after it was made: dit.py and mar.py
-    drew t uniformly until --time-dist came, and the masked models masked by the cosine schedule
-    until --mask-schedule came (both 2026-12-01)."""
+    """A run's config with what it did for the flags added after it was made (all 2026-12-01):
+    dit.py and mar.py drew t uniformly until --time-dist came, the masked models hid tokens by the
+    cosine schedule until --mask-schedule came, GIVT drew components from pi (tau = 1)."""
     done = {}
     if config.get("model") in ("dit", "mar"):
         done["time_dist"] = "uniform"
     if config.get("model") in ("maskgit", "jepa_maskgit", "givt", "mar"):
         done["mask_schedule"] = "cosine"
+    if config.get("model") == "givt":
+        done["mixture_temperature"] = 1.0
     return {**done, **config}
 
 

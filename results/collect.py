@@ -30,7 +30,7 @@ IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a 
 DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "jepa_weight": 0.6, "jepa_layers": [2, 3],
             "data": "fixed", "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "batch_size": 64,
             "time_dist": "logit-normal", "label_smoothing": 0.0, "mask_schedule": "cosine", "components": 8,
-            "temperature": 1.0, "choice_temperature": 4.5, "sample_steps": 10, "diffusion_steps": 25,
+            "temperature": 1.0, "mixture_temperature": 1.0, "choice_temperature": 4.5, "sample_steps": 10, "diffusion_steps": 25,
             "draws": 2, "steps": 2000}  # the flags a setting is named by, at their defaults
 OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},
                 "givt": {"unmask": "random"}, "dit": {"sample_steps": 25}}   # where a script differs

@@ -24,7 +24,7 @@ import runs  # noqa: E402
 
 SAMPLING = {"dit": ("sample_steps",),
             "mar": ("sample_steps", "diffusion_steps", "temperature"),
-            "givt": ("sample_steps", "unmask", "temperature", "choice_temperature"),
+            "givt": ("sample_steps", "unmask", "temperature", "mixture_temperature", "choice_temperature"),
             "maskgit": ("sample_steps", "unmask", "choice_temperature"),
             "jepa_maskgit": ("sample_steps", "unmask", "choice_temperature")}
 

@@ -127,6 +127,18 @@ def test_maskgit_refuses_a_label_smoothing_outside_zero_one(script, capsys, tmp_
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("script, flags, message", [
+    ("givt.py", ["--mixture-temperature", "-1"], "--mixture-temperature must be >= 0, got -1.0"),
+    ("givt.py", ["--mask-schedule", "square"], "invalid choice: 'square'"),
+    ("maskgit.py", ["--mask-schedule", "square"], "invalid choice: 'square'"),
+    ("mar.py", ["--mask-schedule", "square"], "invalid choice: 'square'"),
+])
+def test_the_masked_models_refuse_a_bad_schedule_or_mixture_temperature(script, flags, message, capsys, tmp_path):
+    code, said = refused(script, [*flags, "--out", str(tmp_path / "x")], capsys)
+    assert code == 2 and message in said, said[-500:]
+    assert not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
     """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""

@@ -107,3 +107,15 @@ def test_mar_denoiser_with_a_perfect_eps_lands_on_the_token():
 
     x = mar.denoise(Oracle(), torch.zeros(5, 8), 48, 20, torch.Generator().manual_seed(0))
     assert torch.allclose(x, target, atol=1e-4)
+
+
+def test_component_choice_follows_pi_at_tau_1_sharpens_below_and_takes_the_likeliest_at_0():
+    pi = torch.tensor([0.6, 0.3, 0.1])
+    log_weights = pi.log().expand(20000, 3)
+    generator = torch.Generator().manual_seed(0)
+    for tau, expected in ((1.0, pi), (0.5, pi ** 2 / (pi ** 2).sum())):
+        k = givt.choose_component(log_weights, tau, generator)
+        share = torch.bincount(k, minlength=3).float() / len(k)
+        assert torch.allclose(share, expected, atol=0.015), (tau, share)
+    varied = torch.randn(50, 64, 8)
+    assert torch.equal(givt.choose_component(varied, 0.0, generator), varied.argmax(-1))
