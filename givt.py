@@ -175,13 +175,15 @@ def mask_ratio(r, schedule="cosine"):
     paper's choice (training hides many tokens more often); linear: 1 - r."""
     if schedule == "linear":
         return 1 - r
-    return torch.cos(math.pi / 2 * r)
+    if schedule == "cosine":
+        return torch.cos(math.pi / 2 * r)
+    raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
 def random_mask(batch, tokens, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)                    # (B,)
+    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)          # (B,)
     rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
@@ -267,8 +269,8 @@ def remask_count(s, steps, tokens, masked, schedule="cosine"):
 def choose_component(log_weights, tau, generator):
     """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
     weights pi, tau = 0 takes each token's most likely component."""
-    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)
-    if tau == 0:
+    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)  # drawn even for tau = 0:
+    if tau == 0:                                                             # later draws stay the same
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
 

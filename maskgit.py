@@ -147,13 +147,15 @@ def mask_ratio(r, schedule="cosine"):
     paper's choice (training hides many tokens more often); linear: 1 - r."""
     if schedule == "linear":
         return 1 - r
-    return torch.cos(math.pi / 2 * r)
+    if schedule == "cosine":
+        return torch.cos(math.pi / 2 * r)
+    raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
 def random_mask(batch, tokens, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)                    # (B,)
+    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)          # (B,)
     rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 

@@ -1,6 +1,6 @@
 """Are the checks strict? Break each assignment's answer on purpose and see the checks fail.
 
-    python course/mutations.py            # 29 broken answers, about 5 minutes on 2 cores
+    python course/mutations.py            # 31 broken answers, about 5 minutes on 2 cores
     python course/mutations.py A5         # only A5's
 
 Each mutation copies the repository, replaces one line of a correct answer by a typical
@@ -18,8 +18,12 @@ from make_student import ROOT, tracked_files
 # (assignment, file, the correct text, the mistake)
 MUTATIONS = [
     ("A1", "maskgit.py", "return torch.cos(math.pi / 2 * r)", "return torch.sin(math.pi / 2 * r)"),
-    ("A1", "maskgit.py", "return F.cross_entropy(logits[mask].float(), ids[mask])", "return F.cross_entropy(logits.flatten(0, 1).float(), ids.flatten())"),
-    ("A1", "maskgit.py", "    if s == steps - 1:\n        return 0\n    return min(", "    return min("),
+    ("A1", "maskgit.py", "    if schedule == \"linear\":\n        return 1 - r\n",
+     "    if schedule == \"linear\":\n        return torch.cos(math.pi / 2 * r)\n"),
+    ("A1", "maskgit.py", "return F.cross_entropy(logits[mask].float(), ids[mask], label_smoothing=label_smoothing)",
+     "return F.cross_entropy(logits.flatten(0, 1).float(), ids.flatten(), label_smoothing=label_smoothing)"),
+    ("A1", "maskgit.py", "    if s == steps - 1:\n        return 0\n    hidden", "    hidden"),
+    ("A1", "maskgit.py", "mask_ratio(torch.tensor((s + 1) / steps), schedule)", "mask_ratio(torch.tensor((s + 1) / steps))"),
     ("A2", "givt.py", "return torch.logsumexp(log_weights + log_normal, -1)", "return (log_weights + log_normal).exp().sum(-1).log()"),
     ("A2", "givt.py", "- scales.log() - 0.5", "- 0.5"),
     ("A2", "givt.py", "return nll.mean() / x.shape[-1]", "return nll.mean()"),

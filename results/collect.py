@@ -26,12 +26,13 @@ import probe  # noqa: E402
 import runs  # noqa: E402
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
-IGNORED = ("seed", "out", "resume", "device", "steps")          # not part of a setting's name
-DEFAULTS = {"cond": "continuous", "tokenizer": "pixels", "jepa_weight": 0.6, "jepa_layers": [2, 3],
-            "data": "fixed", "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "batch_size": 64,
-            "time_dist": "logit-normal", "label_smoothing": 0.0, "mask_schedule": "cosine", "components": 8,
-            "temperature": 1.0, "mixture_temperature": 1.0, "choice_temperature": 4.5, "sample_steps": 10, "diffusion_steps": 25,
-            "draws": 2, "steps": 2000}  # the flags a setting is named by, at their defaults
+DEFAULTS = {   # every flag a setting is named by, at its default (not seed, out, resume, device)
+    "steps": 2000, "batch_size": 64, "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "data": "fixed",
+    "train_per_comp": 5000, "cond": "continuous", "cond_drop": 0.1, "eval_every": 250, "samples_per_comp": 32,
+    "width": 128, "depth": 4, "heads": 4, "tokenizer": "pixels", "sample_steps": 10, "mask_schedule": "cosine",
+    "label_smoothing": 0.0, "choice_temperature": 4.5, "jepa_weight": 0.6, "jepa_layers": [2, 3],
+    "jepa_momentum": 0.996, "components": 8, "temperature": 1.0, "mixture_temperature": 1.0,
+    "diffusion_steps": 25, "draws": 2, "time_dist": "logit-normal"}
 OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},
                 "givt": {"unmask": "random"}, "dit": {"sample_steps": 25}}   # where a script differs
 
@@ -43,7 +44,8 @@ def setting(config):
     config = runs.with_flags_added_since(config)
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
              for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
-    return " ".join([f"{config['model']}.py", *flags])
+    resampled = [" (resampled)"] if "resampled_from" in config else []  # results/resample.py: no time course
+    return " ".join([f"{config['model']}.py", *flags]) + "".join(resampled)
 
 
 def first_reaching(history, mark):
@@ -141,6 +143,8 @@ def main(argv=None):
               "| setting | seed | 50%: step (wall time) | 90%: step (wall time) | level-2 at the end |",
               "|---|---|---|---|---|"]
     for name, members in groups.items():
+        if any("resampled_from" in config for _, config, _ in members):
+            continue                                                # one evaluation: nothing to time
         for run_name, config, history in members:
             cells = []
             for mark in (0.5, 0.9):

@@ -143,9 +143,10 @@ def test_the_masked_models_refuse_a_bad_schedule_or_mixture_temperature(script, 
 def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
     """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
     out = tmp_path / "run"
-    own = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", "--mask-schedule", "linear"],
-           "maskgit.py": ["--label-smoothing", "0.1", "--mask-schedule", "linear"], "givt.py": ["--mask-schedule", "linear"],
-           "jepa_maskgit.py": ["--label-smoothing", "0.1", "--mask-schedule", "linear"]}.get(script, [])  # own knobs too
+    linear = ["--mask-schedule", "linear"]                          # a model's own knobs, through too
+    own = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", *linear],
+           "maskgit.py": ["--label-smoothing", "0.1", *linear], "givt.py": linear,
+           "jepa_maskgit.py": ["--label-smoothing", "0.1", *linear]}.get(script, [])
     result = run(script, *FAST, "--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01", *own,
                  "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -264,3 +265,28 @@ def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path, tmp_path_facto
     a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
     b = without_time(broken / "metrics.jsonl")
     assert [m["step"] for m in b] == [4, 6, 8] and [m["acc"] for m in b] == [a[step]["acc"] for step in (4, 6, 8)]
+
+
+@pytest.mark.parametrize("script", ["maskgit.py", "jepa_maskgit.py", "givt.py", "mar.py"])
+def test_the_mask_schedule_and_mixture_temperature_reach_training_and_sampling(script, tmp_path, monkeypatch):
+    """Not only config.json: the masks drawn in training and the decoding counts get the schedule."""
+    module = importlib.import_module(script[:-3])
+    sampler = importlib.import_module("maskgit" if script == "jepa_maskgit.py" else script[:-3])
+    received = {}                                       # function -> the values its argument took
+
+    def spy(owner, name, position, keyword):
+        real = getattr(owner, name)
+
+        def recorded(*args, **kwargs):
+            received.setdefault(name, set()).add(args[position] if len(args) > position else kwargs.get(keyword))
+            return real(*args, **kwargs)
+        monkeypatch.setattr(owner, name, recorded)
+    spy(module, "random_mask", 3, "schedule")           # training: jepa_maskgit.py's own import
+    spy(sampler, "remask_count", 4, "schedule")         # decoding
+    extra = []
+    if script == "givt.py":
+        spy(module, "choose_component", 1, "tau")
+        extra = ["--mixture-temperature", "0.5"]
+    module.main([*FAST, "--mask-schedule", "linear", *extra, "--out", str(tmp_path / "run")])
+    assert received["random_mask"] == {"linear"} and received["remask_count"] == {"linear"}
+    assert received.get("choose_component") == ({0.5} if script == "givt.py" else None)

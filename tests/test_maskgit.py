@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 import data
@@ -35,6 +36,8 @@ def test_the_linear_schedule_hides_one_minus_r():
     counts = [maskgit.remask_count(s, 8, 64, full, "linear") for s in range(8)]
     assert counts == [56, 48, 40, 32, 24, 16, 8, 0]                        # (1 - (s + 1) / 8) * 64
     assert maskgit.remask_count(1, 8, 64, full) == math.floor(math.cos(math.pi / 8) * 64)   # cosine: the default
+    with pytest.raises(ValueError, match="unknown mask schedule 'Linear'"):
+        maskgit.mask_ratio(r, "Linear")
 
 
 def test_random_mask_counts():

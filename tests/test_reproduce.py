@@ -161,7 +161,7 @@ def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
     assert capsys.readouterr().out.count(f"| `{out}` | 4 | logit-normal |") == 3
 
 
-@pytest.mark.parametrize("script, change", [("givt.py", "temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
+@pytest.mark.parametrize("script, change", [("givt.py", "mixture_temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
                                             ("mar.py", "diffusion_steps=3")])
 def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsys, script, change):
     sys.path.insert(0, os.path.join(ROOT, "results"))
@@ -181,10 +181,17 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsy
     config = json.loads((changed / "config.json").read_text())
     assert float(config[key]) == float(value) and config["resampled_from"] == str(out)
     [line] = [json.loads(x) for x in (changed / "metrics.jsonl").read_text().splitlines()]
-    assert line["step"] == 4 and line["loss"] == json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])["loss"]
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert line["step"] == 4 and line["loss"] == last["loss"]
     capsys.readouterr()
     for argv, said in (([str(out), "--out", str(tmp_path / "x"), "--set", "width=8"], "'width' is not one of them"),
+                       ([str(out), "--out", str(tmp_path / "x"), "--set", "sample_steps=0"], "a positive integer"),
+                       ([str(out), "--out", str(tmp_path / "x"), "--set", "sample_steps"], "a positive integer"),
                        ([str(out), "--out", str(changed)], "already holds metrics.jsonl")):
         with pytest.raises(SystemExit) as exit:
             resample.main(argv)
         assert said in str(exit.value.code)
+    assert not (tmp_path / "x").exists()
+    if script != "mar.py":                                          # the masked models' order, checked by name
+        with pytest.raises(SystemExit, match="unmask must be confidence or random"):
+            resample.main([str(out), "--out", str(tmp_path / "x"), "--set", "unmask=confidance"])

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.a1
 TOKENS, VOCAB = 64, 10
 
 
-def test_mask_ratio_is_the_cosine_schedule_at_its_ends_and_between():
+def test_mask_ratio_is_the_schedule_at_its_ends_and_between():
     r = torch.tensor([0.0, 1 / 3, 0.5, 1.0])
     got = maskgit.mask_ratio(r)
     want = torch.tensor([1.0, math.cos(math.pi / 6), math.cos(math.pi / 4), 0.0])
@@ -23,6 +23,9 @@ def test_mask_ratio_is_the_cosine_schedule_at_its_ends_and_between():
     assert torch.allclose(got, want, atol=1e-6), f"gamma(r) = cos(pi r / 2): expected {want.tolist()}, got {got.tolist()}"
     dense = maskgit.mask_ratio(torch.linspace(0, 1, 101))
     assert (dense[1:] <= dense[:-1]).all(), "gamma(r) must fall as r goes from 0 to 1"
+    linear = maskgit.mask_ratio(r, "linear")
+    assert torch.allclose(linear, 1 - r, atol=1e-6), \
+        f"with schedule='linear', gamma(r) = 1 - r: expected {(1 - r).tolist()}, got {linear.tolist()}"
 
 
 def test_random_mask_hides_a_cosine_share_of_random_positions():
@@ -94,3 +97,6 @@ def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one()
         hidden[:, :counts[-1]] = True
     assert all(a > b for a, b in zip(counts, counts[1:])) and counts[-1] == 0, \
         f"the hidden count must fall at every step to 0; got {counts}"
+    linear = [maskgit.remask_count(s, steps, TOKENS, masked, "linear") for s in range(steps)]
+    want = [TOKENS * (steps - 1 - s) // steps for s in range(steps)]
+    assert linear == want, f"with schedule='linear', floor((1 - (s+1)/S) T) stay hidden: expected {want}, got {linear}"
