@@ -269,8 +269,9 @@ def remask_count(s, steps, tokens, masked, schedule="cosine"):
 def choose_component(log_weights, tau, generator):
     """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
     weights pi, tau = 0 takes each token's most likely component."""
-    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)  # drawn even for tau = 0:
-    if tau == 0:                                                             # later draws stay the same
+    # u is drawn even for tau = 0, so that every draw after it stays the same
+    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)
+    if tau == 0:
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
 

@@ -44,8 +44,8 @@ def setting(config):
     config = runs.with_flags_added_since(config)
     flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
              for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
-    resampled = [" (resampled)"] if "resampled_from" in config else []  # results/resample.py: no time course
-    return " ".join([f"{config['model']}.py", *flags]) + "".join(resampled)
+    name = " ".join([f"{config['model']}.py", *flags])
+    return f"{name} (resampled)" if "resampled_from" in config else name   # results/resample.py
 
 
 def first_reaching(history, mark):
