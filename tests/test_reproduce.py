@@ -195,3 +195,30 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsy
     if script != "mar.py":                                          # the masked models' order, checked by name
         with pytest.raises(SystemExit, match="unmask must be confidence or random"):
             resample.main([str(out), "--out", str(tmp_path / "x"), "--set", "unmask=confidance"])
+
+
+def test_givt_scales_reads_the_sigma_the_head_gives(tmp_path, capsys):
+    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import math
+
+    import torch
+
+    import givt
+    import givt_scales
+    from scripts import FAST, run
+    out = tmp_path / "givt"
+    assert run("givt.py", *FAST, "--out", str(out)).returncode == 0
+    state = torch.load(out / "ckpt.pt", weights_only=True)
+    k, dim = state["config"]["components"], 48
+    for bias, sigma in ((0.0, math.log(2) + givt.SCALE_FLOOR), (-30.0, givt.SCALE_FLOOR)):
+        state["ema"]["head.weight"].zero_()                              # every token: the bias alone
+        state["ema"]["head.bias"][k * (1 + dim):] = bias                  # softplus(bias) + floor
+        torch.save(state, out / "ckpt.pt")
+        step, tokenizer, found = givt_scales.scales(str(out), n=16)
+        assert (step, tokenizer, list(found)) == (4, "pixels", ["fresh seen", "fresh 111"])
+        for values in found.values():
+            assert values.shape[1] == dim and torch.allclose(values, torch.full_like(values, sigma), atol=1e-6)
+    givt_scales.main([str(out), "--images", "16"])
+    table = capsys.readouterr().out
+    assert table.count(f"| `{out}` | 4 | pixels |") == 2 and table.count(" | 100.0 | 0.0 |") == 2   # all at the floor
