@@ -217,8 +217,9 @@ def test_givt_scales_reads_the_sigma_the_head_gives(tmp_path, capsys):
         torch.save(state, out / "ckpt.pt")
         step, tokenizer, found = givt_scales.scales(str(out), n=16)
         assert (step, tokenizer, list(found)) == (4, "pixels", ["fresh seen", "fresh 111"])
-        for values in found.values():
+        for values, edge in found.values():
             assert values.shape[1] == dim and torch.allclose(values, torch.full_like(values, sigma), atol=1e-6)
+            assert edge.shape == values.shape[:1] and edge.any() and not edge.all()   # shapes have edges
     givt_scales.main([str(out), "--images", "16"])
     table = capsys.readouterr().out
-    assert table.count(f"| `{out}` | 4 | pixels |") == 2 and table.count(" | 100.0 | 0.0 |") == 2   # all at the floor
+    assert table.count(f"| `{out}` | 4 | pixels |") == 2 and table.count(" | 100.0 | 0.0 / 0.0 |") == 2   # all at the floor
