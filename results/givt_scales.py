@@ -5,12 +5,13 @@
 For each run's checkpoint (its EMA weights, as sampling uses them), on 512 fresh images of the
 seen compositions and 512 of `111`: hide half of each image's tokens at random, and read the
 scale sigma of each hidden token's most likely component, per token value. The table gives
-quantiles of sigma in pixel units (tokens are 2 * pixel - 1, so sigma / 2), and the share of
+quantiles of sigma in pixel units (tokens are 2 * pixel - 1, so sigma / 2), the share of
 values within 10% of the floor (givt.SCALE_FLOOR), and the share of tokens with at least one
-value whose sigma / 2 is above 8/255, among tokens that cross a shape's edge (their true
-values spread) and among flat ones (background, or inside a shape). Sampling at temperature 1 adds sigma * N(0, 1) to every
-value, so those tokens are the ones drawn speckled; a value at the floor gets noise of about
-1/255, which no one sees. Lowering the floor can only change the values that sit at it.
+value whose sigma / 2 is above 8/255, among tokens that cross a shape's edge (their true values
+spread) and among flat ones (background, or inside a shape). Sampling at temperature 1 adds
+sigma * N(0, 1) to every value, so those tokens are the ones drawn speckled; a value at the
+floor gets noise of about 1/255, which no one sees. Lowering the floor can only change the
+values that sit at it. Pixel units and edges hold for the pixels tokenizer only (the default).
 """
 import argparse
 import os
