@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import givt  # noqa: E402
-import runs  # noqa: E402
+import resample  # noqa: E402
 
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 VISIBLE = 8 / 255      # a pixel noise of sigma / 2 above this shows as speckle
@@ -34,12 +34,7 @@ EDGE = 0.05            # a token whose true 48 values spread more than this cros
 def scales(run, n):
     """{image set: (sigma of the most likely component at the hidden tokens (M, C), whether each
     crosses an edge (M,))}, the step, the tokenizer."""
-    state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
-    config = runs.with_flags_added_since(state["config"])
-    tokens = givt.Tokens(config["tokenizer"])
-    model = givt.GIVT(tokens.dim, config["components"], config["width"], config["depth"], config["heads"])
-    model.load_state_dict(state["ema"])
-    model.eval()
+    step, config, _, model, tokens = resample.load_trained(run)
     sets = {"fresh seen": data.make_dataset(data.SEEN, n // len(data.SEEN), seed=2026),
             "fresh 111": data.make_dataset(["111"], n, seed=2026)}
     found = {}
@@ -51,7 +46,7 @@ def scales(run, n):
         log_weights, means, sigma = model(x, mask, values, present)         # sigma (N, T, K, C)
         k = log_weights.argmax(-1)[..., None, None].expand(-1, -1, 1, tokens.dim)
         found[name] = sigma.gather(2, k)[:, :, 0][mask], (x.std(-1) > EDGE)[mask]   # (M, C), (M,)
-    return state["step"], config["tokenizer"], found
+    return step, config["tokenizer"], found
 
 
 def main(argv=None):

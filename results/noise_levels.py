@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import dit  # noqa: E402
-import runs  # noqa: E402
+import resample  # noqa: E402
 
 LEVELS = (0.02, 0.04, 0.1, 0.2, 0.4, 0.7, 0.96)
 
@@ -35,12 +35,7 @@ def image_sets(config, n):
 
 @torch.no_grad()
 def errors(run, n):
-    state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
-    config = runs.with_flags_added_since(state["config"])
-    tokens = dit.Tokens(config["tokenizer"])
-    model = dit.DiT(tokens.dim, config["width"], config["depth"], config["heads"])
-    model.load_state_dict(state["ema"])
-    model.eval()
+    step, config, _, model, tokens = resample.load_trained(run)
     rows = {}
     for name, (images, latents) in image_sets(config, n).items():
         x_0 = tokens.encode(images).float()                                 # (N, T, C)
@@ -52,7 +47,7 @@ def errors(run, n):
             eps = torch.randn(x_0.shape, generator=generator)
             x0_hat = model(dit.noisy(x_0, t, eps), t, values, present)
             rows[name].append(((x0_hat - x_0) ** 2).mean().item())
-    return state["step"], config["time_dist"], rows
+    return step, config["time_dist"], rows
 
 
 def main(argv=None):

@@ -52,6 +52,15 @@ def build(config):
     return module, network(tokens.dim, *shape), tokens
 
 
+def load_trained(run):
+    """A run's checkpoint as its evaluations use it: (step, config, model file, EMA network, tokenizer)."""
+    state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
+    config = runs.with_flags_added_since(state["config"])
+    module, model, tokens = build(config)
+    model.load_state_dict(state["ema"])
+    return state["step"], config, module, model.eval(), tokens
+
+
 def parse_settings(model, pairs):
     """['temperature=0', ...] -> {'temperature': 0.0}, each checked as the script checks its flag."""
     changes = {}
@@ -75,10 +84,7 @@ def parse_settings(model, pairs):
 def resample(run, out, changes, device="cpu"):
     """Evaluate the run's EMA once with `changes`, into `out`. Its metrics line records the run's loss
     and wall time at the checkpoint's step, plus the seconds this sampling took."""
-    state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
-    config = runs.with_flags_added_since(state["config"])
-    module, model, tokens = build(config)
-    model.load_state_dict(state["ema"])
+    step, config, module, model, tokens = load_trained(run)
     config.update(parse_settings(config["model"], changes), out=out, device=device, resampled_from=run)
     os.makedirs(out, exist_ok=True)
     for name in ("metrics.jsonl", "ckpt.pt"):
@@ -86,10 +92,10 @@ def resample(run, out, changes, device="cpu"):
             raise SystemExit(f"error: {out} already holds {name}; choose a new --out")
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    before = [m for m in runs.read_metrics(run) if m["step"] == state["step"]]
+    before = [m for m in runs.read_metrics(run) if m["step"] == step]
     loss, seconds = (before[0]["loss"], before[0].get("seconds", 0.0)) if before else (float("nan"), 0.0)
     runs.start_clock(before=seconds)
-    return module.evaluate(model.to(device), tokens, config, state["step"], loss)
+    return module.evaluate(model.to(device), tokens, config, step, loss)
 
 
 def main(argv=None):
