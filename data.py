@@ -328,26 +328,3 @@ def cache_path(kind, settings=()):
              TRIANGLE_SCALE, POSITION_JITTER)
     key = hashlib.sha1(repr((kind, settings, world)).encode()).hexdigest()[:12]
     return os.path.join(CACHE_DIR, f"{kind}-{key}.pt")
-
-
-def main():
-    """The world's picture (results/world.png) and how much of the novel compositions' codebook
-    tokens the generators' training images never show."""
-    import probe
-    import runs
-    images, bits, _ = make_dataset(COMPOSITIONS, 250, probe.HELD_OUT_SEED)   # the judge's held-out images
-    order = np.lexsort(bits.T[::-1])
-    os.makedirs("results", exist_ok=True)
-    runs.save_samples_png("results/world.png", images[order], bits[order], title="Shapes2D: real images")
-    codebook = load_tokenizer("codebook")
-    trained = set(codebook.encode(training_set()[0]).flatten().tolist())
-    for split in ("level1", "level2"):
-        needed = codebook.encode(images[np.isin([bits_to_code(b) for b in bits], SPLITS[split])]).flatten().tolist()
-        print(f"codebook reach, {split}: {100 * np.mean([i not in trained for i in needed]):.1f}% of the "
-              f"tokens of real images ({100 * np.mean([i not in trained for i in set(needed)]):.1f}% of the "
-              f"distinct codes) never occur in the generators' training tokens")
-    print("saved results/world.png")
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@ the factors through adaLN-Zero. Trained on the seen compositions of Shapes2D onl
 by probe.py on all eight.
 
     python dit.py                                   # default: a few minutes on a laptop CPU
-    python dit.py --steps 30000 --out runs/dit-long # the long run where composition shows
+    python dit.py --steps 8000 --lr-schedule cosine --out runs/dit-8k   # a long run: decay the rate
 
 Sections: config -> model -> flow matching -> training -> sampling -> evaluation.
 """
@@ -36,8 +36,8 @@ def get_config(argv=None):
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
-                        help="how training draws t: sigmoid(0.8 n + 0.8) leaning to noise (the recipe study's "
-                             "pick, results/README.md), or U(0, 1), the default before 2026-12-01")
+                        help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, or U(0, 1), "
+                             "slower to compose (results/README.md, the recipe)")
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")

@@ -259,11 +259,11 @@ def train(config):
 def remask_count(s, steps, tokens, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
-    schedule would not) and none after the last step."""
+    schedule would not), none after the last step, and none once all are drawn (S > T)."""
     if s == steps - 1:
         return 0
     hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
-    return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
+    return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))
 
 
 def choose_component(log_weights, tau, generator):
@@ -280,7 +280,8 @@ def choose_component(log_weights, tau, generator):
 def sample(model, values, present, token_dim, steps, generator, unmask="random", choice_temperature=4.5,
            temperature=1.0, tokens=64, schedule="cosine", mixture_temperature=1.0):
     """Parallel decoding: start all hidden; at step s sample every hidden token from its
-    mixture, keep the most likely, and hide gamma((s+1)/S) T again, none after S steps."""
+    mixture, keep some (a random choice; the most likely with unmask="confidence") and hide
+    gamma((s+1)/S) T again, none after S steps."""
     device = next(model.parameters()).device
     x = torch.zeros((len(values), tokens, token_dim), device=device)
     masked = torch.ones((len(values), tokens), dtype=torch.bool, device=device)

@@ -7,7 +7,7 @@ the denoiser learns, not k Gaussians. Decoding commits tokens in a random order,
 sampled by running the per-token denoiser. Trained on seen compositions only.
 
     python mar.py                                   # default: minutes on a laptop CPU
-    python mar.py --steps 30000 --out runs/mar-long
+    python mar.py --steps 8000 --lr-schedule cosine --out runs/mar-8k
 
 Sections: config -> model -> masking and per-token diffusion -> training -> sampling -> evaluation.
 """
@@ -43,8 +43,8 @@ def get_config(argv=None):
                         help="(t, noise) draws per hidden token per step (the MAR paper: 4; 2 keeps a CPU run in budget)")
     parser.add_argument("--temperature", type=float, default=1.0, help="multiplies the sampler's noise")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
-                        help="how training draws t: sigmoid(0.8 n + 0.8) leaning to noise (the recipe study's "
-                             "pick, results/README.md), or U(0, 1), the default before 2026-12-01")
+                        help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, or U(0, 1), "
+                             "slower to compose (results/README.md, the recipe)")
     args = parser.parse_args(argv)
     for name in ("sample_steps", "diffusion_steps", "draws"):
         if getattr(args, name) < 1:
@@ -300,11 +300,11 @@ def train(config):
 def remask_count(s, steps, tokens, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
-    schedule would not) and none after the last step."""
+    schedule would not), none after the last step, and none once all are drawn (S > T)."""
     if s == steps - 1:
         return 0
     hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
-    return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
+    return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))
 
 
 @torch.no_grad()

@@ -223,11 +223,11 @@ def train(config):
 def remask_count(s, steps, tokens, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
-    schedule would not) and none after the last step."""
+    schedule would not), none after the last step, and none once all are drawn (S > T)."""
     if s == steps - 1:
         return 0
     hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
-    return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)
+    return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))
 
 
 @torch.no_grad()

@@ -14,13 +14,13 @@
       tests/gallery.npz, 576 model samples labelled by eye, measures agreement with a person.
   fidelity: the renderer reproduces the sample within a tight tolerance (at most 8 pixels
       off by more than 0.25) and a linear probe reads all three factors right: how
-      PRECISELY it is drawn. This was the judge's only reading before.
+      PRECISELY it is drawn.
   probe_acc: the linear probe alone (one softmax classifier per factor on the image
       shifted so its coverage is centred, trained on real images of all eight
       compositions): the paper's criterion. It credits fragments and chimeras.
 
 `python probe.py` prints the three readings on real images, the calibration table and the
-gallery agreement; `python probe.py rejudge runs/dit ...` recomputes a run's metrics from
+gallery agreement; `python tools/rejudge.py runs/dit ...` recomputes a run's metrics from
 its kept samples.
 """
 import json
@@ -363,8 +363,14 @@ def _table(rows):
                   + (f"{100 * result['malformed']:10.1f}%" if i == 0 else ""))
 
 
-def main():
+def main(argv=None):
+    import argparse
     import time
+    parser = argparse.ArgumentParser(description="The judge's report: the three readings on real images and "
+                                     "tokenizer round trips, the calibration table and the agreement with a person "
+                                     "on the gallery (about a minute on 2 cores). To judge a run's kept samples "
+                                     "again: python tools/rejudge.py RUN_FOLDER.")
+    parser.parse_args(argv)
     start = time.time()
     load_probe()
     print(f"probe ready in {time.time() - start:.1f}s (cached under {data.CACHE_DIR})\n")
@@ -395,13 +401,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["rejudge"]:
-        import runs
-        if not sys.argv[2:]:
-            raise SystemExit("usage: python probe.py rejudge RUN_FOLDER [RUN_FOLDER ...]")
-        for folder in sys.argv[2:]:
-            last = runs.rejudge(folder)[-1]
-            print(f"{folder}: step {last['step']}: seen {100 * last['seen']:.1f} | level-1 {100 * last['level1']:.1f} "
-                  f"| level-2 {100 * last['level2']:.1f}")
-    else:
-        main()
+    main()

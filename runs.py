@@ -227,9 +227,9 @@ def save_checkpoint(out, **state):
 
 
 def with_flags_added_since(config):
-    """A run's config with what it did for the flags added after it was made (all 2026-12-01):
-    dit.py and mar.py drew t uniformly until --time-dist came, the masked models hid tokens by the
-    cosine schedule until --mask-schedule came, GIVT drew components from pi (tau = 1)."""
+    """A run's config with the value each flag its config.json lacks stood for: a config without
+    time_dist drew t uniformly (dit.py, mar.py), one without mask_schedule hid tokens by the
+    cosine schedule, one without mixture_temperature drew GIVT's components from pi (tau = 1)."""
     done = {}
     if config.get("model") in ("dit", "mar"):
         done["time_dist"] = "uniform"

@@ -119,3 +119,18 @@ def test_component_choice_follows_pi_at_tau_1_sharpens_below_and_takes_the_likel
         assert torch.allclose(share, expected, atol=0.015), (tau, share)
     varied = torch.randn(50, 64, 8)
     assert torch.equal(givt.choose_component(varied, 0.0, generator), varied.argmax(-1))
+
+
+def test_mar_draws_every_token_exactly_once_for_any_number_of_decoding_steps(monkeypatch):
+    """More decoding steps than tokens: once every token is drawn, none is hidden and drawn again."""
+    torch.manual_seed(0)
+    values, present = condition(2)
+    drawn = []
+    denoise = mar.denoise
+    monkeypatch.setattr(mar, "denoise", lambda model, z, *args: drawn.append(len(z)) or denoise(model, z, *args))
+    model = mar.MAR(48, width=32, depth=1)
+    for steps in (10, 64, 66, 100):
+        drawn.clear()
+        mar.sample(model, values, present, 48, steps, torch.Generator().manual_seed(0), diffusion_steps=1)
+        assert sum(drawn) == 2 * 64, (steps, sum(drawn))
+    assert mar.remask_count(70, 100, 64, torch.zeros(2, 64, dtype=torch.bool)) == 0

@@ -1,4 +1,4 @@
-"""results/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume what is not."""
+"""tools/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume what is not."""
 import json
 import os
 import shutil
@@ -10,7 +10,7 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "results", "reproduce.py")
+SCRIPT = os.path.join(ROOT, "tools", "reproduce.py")
 
 
 def suite(tmp_path, *flags):
@@ -120,7 +120,7 @@ def test_the_rate_scan_launches_w_copies_and_sums_their_rates(tmp_path):
     fake.chmod(0o755)
     environment = dict(os.environ, DEVICE="cpu", COUNTS="1 2", SECONDS_EACH="3", LOGS=str(tmp_path / "logs"),
                        PYTHON=str(fake))
-    result = subprocess.run(["bash", os.path.join(ROOT, "results", "rate_scan.sh")], env=environment,
+    result = subprocess.run(["bash", os.path.join(ROOT, "tools", "rate_scan.sh")], env=environment,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-1000:]
     assert result.stdout.splitlines() == ["W=1 per-run it/s: 1.50 | total 1.5",
@@ -128,7 +128,7 @@ def test_the_rate_scan_launches_w_copies_and_sums_their_rates(tmp_path):
 
 
 def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
-    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
     import collect
     config = json.load(open(os.path.join(ROOT, "results", "default", "runs", "maskgit", "config.json")))
     assert collect.setting(config) == "maskgit.py"
@@ -147,7 +147,7 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
 
 
 def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import noise_levels
     from scripts import FAST, run
@@ -164,7 +164,7 @@ def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
 @pytest.mark.parametrize("script, change", [("givt.py", "mixture_temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
                                             ("mar.py", "diffusion_steps=3")])
 def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsys, script, change):
-    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import numpy as np
     import resample
@@ -198,7 +198,7 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsy
 
 
 def test_givt_scales_reads_the_sigma_the_head_gives(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(ROOT, "results"))
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import math
 
