@@ -117,10 +117,11 @@ class Block(nn.Module):
         nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
         nn.init.zeros_(self.modulation.bias)
 
-    def forward(self, x, c):                                                 # x (B, T, D), c (B, D)
+    def forward(self, x, c, mask=None):                                      # x (B, T, D), c (B, D)
+        """mask (T, T), True where a position may not look (ar.py's causal order); None: all see all."""
         shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
         h = modulate(self.norm1(x), shift1, scale1)
-        x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]
+        x = x + gate1 * self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
         h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
 

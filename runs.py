@@ -116,6 +116,8 @@ def add_common_arguments(parser, steps, eval_every, model):
     parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay")
     parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="also keep each evaluation's EMA network, checkpoints/step_N.pt (for inside.py)")
 
 
 def start_run(parser, args, model):
@@ -222,8 +224,11 @@ def check_finite(loss, step, out):
 
 
 def save_checkpoint(out, **state):
-    """ckpt.pt, written atomically."""
+    """ckpt.pt, written atomically; with --keep-checkpoints also this evaluation's EMA network."""
     data.save_atomic(state, os.path.join(out, "ckpt.pt"))
+    if state["config"].get("keep_checkpoints"):
+        kept = dict(ema=state["ema"], step=state["step"], config=state["config"])
+        data.save_atomic(kept, os.path.join(out, "checkpoints", f"step_{state['step']}.pt"))
 
 
 def with_flags_added_since(config):
@@ -246,7 +251,7 @@ def check_resumable(out, model, config):
     saved = with_flags_added_since(saved)
     if saved.get("model") != model:
         raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
-    for key in [k for k in saved if k not in ("device", "resume", "out", "steps") and k in config]:
+    for key in [k for k in saved if k not in ("device", "resume", "out", "steps", "keep_checkpoints") and k in config]:
         if saved[key] != config[key]:
             raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks {config[key]!r}; "
                              f"use the same settings to resume, or a new --out")

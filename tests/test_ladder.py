@@ -7,13 +7,15 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GENERATORS = ["dit.py", "maskgit.py", "givt.py", "mar.py"]
+GENERATORS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"]
 SHARED = {   # name -> the files that must hold the same copy
     "sincos_positions": GENERATORS,
     "modulate": GENERATORS,
     "ConditionEmbedding": GENERATORS,
     "Block": GENERATORS,
-    "Tokens": ["dit.py", "givt.py", "mar.py"],
+    "Tokens": ["dit.py", "givt.py", "mar.py", "ar.py"],
+    "log_density": ["givt.py", "ar.py"],
+    "choose_component": ["givt.py", "ar.py"],
     "timestep_embedding": ["dit.py", "mar.py"],
     "draw_time": ["dit.py", "mar.py"],
     "mask_ratio": ["maskgit.py", "givt.py", "mar.py"],

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 import data
 import probe
@@ -76,3 +77,15 @@ def test_rejudge_refuses_a_run_without_kept_samples(tmp_path):
     result = subprocess.run([sys.executable, os.path.join(ROOT, "probe.py"), "rejudge", str(tmp_path)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "no kept samples for steps [5]" in result.stderr
+
+
+def test_keep_checkpoints_keeps_each_evaluations_ema_network(tmp_path):
+    from scripts import FAST, run
+    out = tmp_path / "run"
+    assert run("dit.py", *FAST, "--keep-checkpoints", "--out", str(out)).returncode == 0
+    kept = sorted(os.listdir(out / "checkpoints"))
+    assert kept == ["step_2.pt", "step_4.pt"]                              # evaluations at 2 and 4
+    last = torch.load(out / "checkpoints" / "step_4.pt", weights_only=True)
+    final = torch.load(out / "ckpt.pt", weights_only=True)
+    assert last["step"] == 4 and last["config"]["keep_checkpoints"]
+    assert all(torch.equal(last["ema"][k], final["ema"][k]) for k in final["ema"])

@@ -1,0 +1,306 @@
+"""AR: a causal autoregressive transformer, the paper's second test of its first claim (Table 2).
+
+The ladder's backbone in raster order: the 64 tokens of an image are generated one at a
+time, left to right and top to bottom, each from all before it. The condition is the start
+token and, as in every generator, adaLN-Zero in every block. The objective is the flag:
+
+    --head categorical   next-token cross-entropy over codebook ids (maskgit.py's tokens and loss)
+    --head gmm           next-token Gaussian-mixture likelihood over continuous tokens (givt.py's
+                         head), by default the pixel patches GIVT reads; --tokenizer codebook
+                         gives it the very codes the categorical head predicts, as vectors
+
+Training is teacher forcing: slot i sees the true tokens 0..i-1 and predicts token i, all
+64 slots at once behind a causal mask. Sampling draws the tokens in 64 steps, with a
+temperature. Trained on seen compositions only.
+
+    python ar.py                                    # the categorical head
+    python ar.py --head gmm --out runs/ar-gmm       # the mixture head
+
+Sections: config -> model -> the causal order and the two likelihoods -> training -> sampling -> evaluation.
+"""
+import argparse
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+import data
+import runs
+
+MODEL = "ar"
+
+
+# -------------------------------------------------------------------------------- config
+def get_config(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    parser.add_argument("--head", default="categorical", choices=("categorical", "gmm"),
+                        help="the objective: cross-entropy over codebook ids, or a Gaussian mixture over vectors")
+    parser.add_argument("--tokenizer", choices=("pixels", "codebook", "pca"),
+                        help="the mixture head's continuous tokens (default pixels); the categorical head "
+                             "reads codebook ids")
+    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
+    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--components", type=int, default=8, help="Gaussians in each token's mixture (gmm)")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="divides the logits (categorical) or multiplies the sampled scales (gmm); 0: greedy")
+    args = parser.parse_args(argv)
+    if args.head == "categorical" and args.tokenizer not in (None, "codebook"):
+        parser.error(f"--tokenizer {args.tokenizer}: the categorical head predicts codebook ids; "
+                     "a tokenizer is chosen only with --head gmm")
+    args.tokenizer = args.tokenizer or ("codebook" if args.head == "categorical" else "pixels")
+    if args.components < 1:
+        parser.error(f"--components must be a positive integer, got {args.components}")
+    if not (args.temperature >= 0 and math.isfinite(args.temperature)):
+        parser.error(f"--temperature must be a number >= 0, got {args.temperature}")
+    return runs.start_run(parser, args, MODEL)
+
+
+# --------------------------------------------------------------------------------- model
+def sincos_positions(width, side):
+    """Fixed 2D sin-cos position embeddings for a side x side grid: (side*side, width)."""
+    quarter = width // 4
+    frequency = 1.0 / 10000 ** (torch.arange(quarter) / quarter)
+    y, x = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    angles = [axis.flatten()[:, None].float() * frequency for axis in (y, x)]
+    return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
+
+
+def modulate(x, shift, scale):
+    """adaLN: the condition shifts and scales the normalised activations."""
+    return x * (1 + scale) + shift
+
+
+class ConditionEmbedding(nn.Module):
+    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+
+    def forward(self, values, present):
+        parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+        return torch.stack(parts).sum(0)
+
+
+class Block(nn.Module):
+    """Transformer block with adaLN-Zero: shift, scale and gate come from the condition."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+        self.modulation = nn.Linear(width, 6 * width)
+        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
+        nn.init.zeros_(self.modulation.bias)
+
+    def forward(self, x, c, mask=None):                                      # x (B, T, D), c (B, D)
+        """mask (T, T), True where a position may not look (ar.py's causal order); None: all see all."""
+        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+        h = modulate(self.norm1(x), shift1, scale1)
+        x = x + gate1 * self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+        h = modulate(self.norm2(x), shift2, scale2)
+        return x + gate2 * self.mlp(h)
+
+
+class Tokens:
+    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
+        self.dim = 16 if name == "pca" else 4 * 4 * 3
+
+    def encode(self, images):
+        if self.name == "pixels":
+            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
+        if self.name == "codebook":
+            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
+        return self.tokenizer.encode(images)
+
+    def decode(self, tokens):
+        tokens = tokens.float().cpu()
+        if self.name == "pca":
+            return self.tokenizer.decode(tokens)
+        return data.unpatchify((tokens + 1) / 2, 4).numpy()
+
+SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
+
+
+class AR(nn.Module):
+    """Slot i holds token i-1 (slot 0 the start token, the condition itself) and the position of
+    token i, and predicts token i: logits over the codebook, or a mixture of k Gaussians."""
+
+    def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4, tokens=64):
+        super().__init__()
+        self.kind, self.token_dim, self.components = head, token_dim, components
+        self.embed = nn.Embedding(vocab_size, width) if head == "categorical" else nn.Linear(token_dim, width)
+        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.register_buffer("causal", torch.ones(tokens, tokens, dtype=torch.bool).triu(1))  # True: later
+        self.condition = ConditionEmbedding(width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
+        self.final_modulation = nn.Linear(width, 2 * width)
+        outputs = vocab_size if head == "categorical" else components * (1 + 2 * token_dim)
+        self.head = nn.Linear(width, outputs)
+        for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits, one mixture at first
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        if head == "gmm":
+            with torch.no_grad():  # distinct starting means: identical components would stay identical
+                self.head.bias[components:components * (1 + token_dim)].normal_(0, 0.5)
+
+    def forward(self, prefix, values, present):
+        """The prediction for tokens 0..L from prefix = tokens 0..L-1, ids (B, L) or vectors (B, L, C):
+        logits (B, L+1, V), or log weights (B, L+1, K), means and scales (B, L+1, K, C)."""
+        c = self.condition(values, present)                                 # (B, D)
+        h = torch.cat([c[:, None], self.embed(prefix)], 1)                  # (B, L+1, D): start, tokens
+        length = h.shape[1]
+        h = h + self.positions[:length]
+        for block in self.blocks:
+            h = block(h, c, self.causal[:length, :length])
+        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
+        out = self.head(modulate(self.final_norm(h), shift, scale))
+        if self.kind == "categorical":
+            return out
+        k, dims = self.components, self.components * self.token_dim
+        logits, means, scales = out.split([k, dims, dims], -1)
+        means = means.unflatten(-1, (k, self.token_dim))                    # (B, L+1, K, C)
+        scales = F.softplus(scales.unflatten(-1, (k, self.token_dim))) + SCALE_FLOOR
+        return logits.log_softmax(-1), means, scales
+
+
+# ---------------------------------------------------- the causal order and the two likelihoods
+def log_density(x, log_weights, means, scales):
+    """log p(x) = logsumexp_k [ log pi_k + sum_d log N(x_d; mu_kd, sigma_kd^2) ], x (..., C)."""
+    z = (x[..., None, :] - means) / scales                                  # (..., K, C)
+    log_normal = (-0.5 * z ** 2 - scales.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return torch.logsumexp(log_weights + log_normal, -1)
+
+def next_token_loss(model, x, values, present):
+    """Teacher forcing: -log p(x_i | x_<i, c) for every i at once (one forward pass, causal mask).
+    categorical: cross-entropy over the codebook; gmm: the mixture's NLL in nats per token value."""
+    out = model(x[:, :-1], values, present)                                 # slots 0..63 see x_<i
+    if model.kind == "categorical":
+        return F.cross_entropy(out.flatten(0, 1).float(), x.flatten())
+    log_weights, means, scales = (p.float() for p in out)
+    return -log_density(x.float(), log_weights, means, scales).mean() / x.shape[-1]
+
+
+# ----------------------------------------------------------------------------- training
+def train(config):
+    device = torch.device(config["device"])
+    torch.manual_seed(config["seed"])
+    generator = torch.Generator().manual_seed(config["seed"])             # data order, dropout, draws
+    categorical = config["head"] == "categorical"
+    tokens = data.load_tokenizer("codebook") if categorical else Tokens(config["tokenizer"])  # encode, decode
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokens.encode)
+    shape = dict(token_dim=None if categorical else tokens.dim, vocab_size=tokens.vocab_size if categorical else None,
+                 components=config["components"], width=config["width"], depth=config["depth"], heads=config["heads"])
+    model = AR(config["head"], **shape).to(device)
+    ema = AR(config["head"], **shape).to(device)
+    ema.load_state_dict(model.state_dict())
+    ema.requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
+                                  weight_decay=config["weight_decay"])
+    step = 0
+    if config["resume"]:
+        state = runs.load_checkpoint(config["out"])
+        model.load_state_dict(state["model"])
+        ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["rng"])
+        step = state["step"]
+    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
+    metrics = None
+    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
+    for step in progress:
+        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
+        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+        for group in optimizer.param_groups:                                # warm-up, then the schedule
+            group["lr"] = runs.learning_rate(config, step)
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            loss = next_token_loss(model, batch.to(device), values.to(device), present.to(device))
+        runs.check_finite(loss, step + 1, config["out"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        with torch.no_grad():
+            for p_ema, p in zip(ema.parameters(), model.parameters()):
+                p_ema.lerp_(p, 1 - decay)
+        progress.set_postfix(loss=f"{loss.item():.4f}")
+        if step + 1 in evaluations:
+            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
+                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
+                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
+                                  rng=generator.get_state())
+    return metrics or runs.read_metrics(config["out"])[-1]
+
+
+# ----------------------------------------------------------------------------- sampling
+def choose_component(log_weights, tau, generator):
+    """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
+    weights pi, tau = 0 takes each token's most likely component."""
+    # u is drawn even for tau = 0, so that every draw after it stays the same
+    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)
+    if tau == 0:
+        return log_weights.argmax(-1)
+    return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
+
+@torch.no_grad()
+def sample(model, values, present, generator, temperature=1.0, tokens=64):
+    """Raster order: 64 steps, each draws token i from p(x_i | x_<i, c) and appends it."""
+    device = next(model.parameters()).device
+    categorical = model.kind == "categorical"
+    prefix = (torch.zeros((len(values), 0), dtype=torch.long, device=device) if categorical
+              else torch.zeros((len(values), 0, model.token_dim), device=device))
+    for _ in range(tokens):
+        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
+            out = model(prefix, values.to(device), present.to(device))
+        if categorical:
+            logits = out[:, -1].float()                                     # (B, V): the next token
+            u = torch.rand(logits.shape, generator=generator).to(device)    # drawn even when greedy
+            gumbel = -torch.log(-torch.log(u.clamp(1e-20)))
+            token = logits.argmax(-1) if temperature == 0 else (logits / temperature + gumbel).argmax(-1)
+        else:
+            log_weights, means, scales = (p[:, -1].float() for p in out)   # (B, K), (B, K, C)
+            k = choose_component(log_weights, 1.0, generator)[:, None, None].expand(-1, 1, model.token_dim)
+            mu, sigma = means.gather(1, k)[:, 0], scales.gather(1, k)[:, 0]  # (B, C)
+            token = mu + temperature * sigma * torch.randn(mu.shape, generator=generator).to(device)
+        prefix = torch.cat([prefix, token[:, None]], 1)
+    return prefix
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluate(model, tokens, config, step, loss):
+    """Sample every composition, judge the samples and write the run files."""
+    model.eval()
+    rng = np.random.default_rng(config["seed"])                             # the same requests each time
+    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
+    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
+    generator = torch.Generator().manual_seed(config["seed"] + 1)
+    x = sample(model, values, present, generator, config["temperature"])
+    model.train()
+    return runs.record(config["out"], step, loss, np.asarray(tokens.decode(x.cpu())).clip(0, 1), bits,
+                        title=f"AR ({config['head']}, {config['tokenizer']}, {config['cond']})")
+
+
+def main(argv=None):
+    runs.run(MODEL, get_config(argv), train)
+
+
+if __name__ == "__main__":
+    main()
