@@ -84,7 +84,7 @@ def test_keep_checkpoints_keeps_each_evaluations_ema_network(tmp_path):
     out = tmp_path / "run"
     assert run("dit.py", *FAST, "--keep-checkpoints", "--out", str(out)).returncode == 0
     kept = sorted(os.listdir(out / "checkpoints"))
-    assert kept == ["step_2.pt", "step_4.pt"]                              # evaluations at 2 and 4
+    assert kept == ["step_2.pt", "step_3.pt", "step_4.pt"]                 # evaluations at 2, 3 and 4
     last = torch.load(out / "checkpoints" / "step_4.pt", weights_only=True)
     final = torch.load(out / "ckpt.pt", weights_only=True)
     assert last["step"] == 4 and last["config"]["keep_checkpoints"]
