@@ -1,15 +1,20 @@
-"""Collect finished runs into a committed results folder: their pictures, final samples and
-metrics, and tables of the three readings, means over seeds and the time to composition.
+"""A results folder from run folders: the runs' files kept, the tables and pictures rebuilt from them.
 
-    python tools/rejudge.py runs/dit runs/dit-seed1 ...                      # if probe.py changed since
-    python tools/collect.py --to results/default runs/dit runs/dit-seed1 ...
-    python tools/collect.py --to results/default --clock runs/dit-alone runs/dit-alone runs/dit-seed1 ...
+    python tools/collect.py results/ladder --add runs/dit runs/dit-seed1 ...   # keep these runs, then rebuild
+    python tools/collect.py results/ladder                                    # rebuild from what is kept
+    python tools/collect.py results/ladder --clock dit-alone                  # wall times off a lone run
 
-Runs that differ only in --seed (and --out) are one setting; its table row is the mean
-(± std) over them. The time to composition is the first evaluation at which level-2's
-composition reading reaches 50% and 90%, with the run's wall time at that evaluation, or,
-with --clock, the wall time a run alone on the machine had at that step: runs that shared the
-machine then compare at equal wall time.
+--add copies each run's config.json, metrics.jsonl and final samples (samples.npz) into
+results/<question>/runs/<name>/. Everything else is rebuilt from those kept files alone, so
+the command written at the top of table.md rebuilds it byte for byte (a test checks): each
+run's grid (runs/<name>/samples.png), novel.png (level-1 and level-2 over training, the mean
+over seeds) and table.md.
+
+Runs that differ only in --seed (and --out) are one setting; its row is the mean ± std over
+them (std over seeds, numpy's default: divided by n). The time to composition is the first
+evaluation at which level-2's composition reading reaches 50% and 90%. Runs that shared the
+machine compare by steps; --clock NAME gives the wall times a run alone on the machine (a
+kept run of that name) had at the same step, for every run of its model.
 """
 import argparse
 import json
@@ -19,13 +24,13 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import data  # noqa: E402
 import probe  # noqa: E402
 import runs  # noqa: E402
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
+LADDER = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")     # rows in this order
 DEFAULTS = {   # every flag a setting is named by, at its default (not seed, out, resume, device)
     "steps": 2000, "batch_size": 64, "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "data": "fixed",
     "train_per_comp": 5000, "cond": "continuous", "cond_drop": 0.1, "eval_every": 250, "samples_per_comp": 32,
@@ -62,16 +67,58 @@ def mean_reaching(histories, mark):
     if not reached:
         return "not reached"
     steps, times = zip(*reached)
-    return f"{np.mean(steps):.0f} ({minutes(np.mean(times))}), {len(reached)} of {len(histories)} seeds"
+    time = "" if np.isnan(times).any() else f" ({minutes(np.mean(times))})"
+    return f"{np.mean(steps):.0f}{time}, {len(reached)} of {len(histories)} seeds"
 
 
 def minutes(value):
-    return "not recorded" if value != value else f"{value:.1f} min"
+    return "-" if value != value else f"{value:.1f} min"
 
 
 def mean_std(values, scale=100):
     values = scale * np.asarray(values, dtype=float)
     return f"{values.mean():.1f}" if len(values) == 1 else f"{values.mean():.1f} ± {values.std():.1f}"
+
+
+def add(folder, sources):
+    """Keep each run's config, metrics and final samples under folder/runs/<name>/."""
+    for source in sources:
+        missing = [f for f in ("config.json", "metrics.jsonl", "samples.npz") if not os.path.exists(os.path.join(source, f))]
+        if missing:
+            raise SystemExit(f"error: {source} is not a finished run (no {missing[0]})")
+        kept = os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)))
+        os.makedirs(kept, exist_ok=True)
+        for name in ("config.json", "metrics.jsonl", "samples.npz"):
+            shutil.copy(os.path.join(source, name), os.path.join(kept, name))
+
+
+def load(folder, clock):
+    """{setting: [(name, config, history)]}, settings in ladder order, seeds in order."""
+    root = os.path.join(folder, "runs")
+    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    if not names:
+        raise SystemExit(f"error: {root} holds no runs; add some with --add RUN ...")
+    seconds = {}
+    if clock:
+        if clock not in names:
+            raise SystemExit(f"error: --clock {clock}: no run of that name in {root}")
+        model = json.load(open(os.path.join(root, clock, "config.json")))["model"]
+        seconds[model] = {m["step"]: m.get("seconds", float("nan")) for m in runs.read_metrics(os.path.join(root, clock))}
+    members = []
+    for name in names:
+        config = json.load(open(os.path.join(root, name, "config.json")))
+        history = runs.read_metrics(os.path.join(root, name))
+        if config["model"] in seconds:
+            history = [{**m, "seconds": seconds[config["model"]].get(m["step"], float("nan"))} for m in history]
+        else:
+            history = [{**m, "seconds": float("nan")} for m in history]     # shared the machine: steps only
+        members.append((name, config, history))
+    order = lambda member: (LADDER.index(member[1]["model"]) if member[1]["model"] in LADDER else len(LADDER),
+                            setting(member[1]) != f"{member[1]['model']}.py", setting(member[1]), member[1]["seed"])
+    groups = {}
+    for member in sorted(members, key=order):
+        groups.setdefault(setting(member[1]), []).append(member)
+    return groups
 
 
 def draw(path, groups):
@@ -94,71 +141,59 @@ def draw(path, groups):
     plt.close(fig)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--to", required=True, help="results folder to write (committed)")
-    parser.add_argument("folders", nargs="+", help="run folders")
-    parser.add_argument("--clock", help="a run that had the machine to itself: the wall times of the other runs of "
-                        "its model are read off it at the same step (its recipes cost the same per step)")
-    args = parser.parse_args(argv)
-    os.makedirs(args.to, exist_ok=True)
-    clock = {}
-    if args.clock:
-        model = json.load(open(os.path.join(args.clock, "config.json")))["model"]
-        clock[model] = {m["step"]: m.get("seconds", float("nan")) for m in runs.read_metrics(args.clock)}
-    groups = {}
-    for folder in args.folders:
-        history = runs.read_metrics(folder)
-        if not history:
-            raise SystemExit(f"error: {folder} has no metrics.jsonl")
-        config = json.load(open(os.path.join(folder, "config.json")))
-        if config["model"] in clock:
-            history = [{**m, "seconds": clock[config["model"]].get(m["step"], float("nan"))} for m in history]
-        name = os.path.basename(os.path.normpath(folder))
-        kept = os.path.join(args.to, "runs", name)
-        os.makedirs(kept, exist_ok=True)
-        for file in ("metrics.jsonl", "config.json", "samples.npz"):
-            shutil.copy(os.path.join(folder, file), os.path.join(kept, file))
-        for picture in ("samples.png", "curves.png"):
-            shutil.copy(os.path.join(folder, picture), os.path.join(args.to, f"{name}-{picture}"))
-        groups.setdefault(setting(config), []).append((name, config, history))
-    clock_flag = f"--clock {args.clock} " if args.clock else ""
-    lines = [f"Written by `python tools/collect.py --to {args.to} {clock_flag}{' '.join(args.folders)}`, from each run's "
-             "last evaluation (32 samples per composition unless the run says otherwise), judged by probe.py."
-             + (f" Wall times of {', '.join(clock)} runs: `{args.clock}`'s at the same step." if clock else ""), "",
+def table(folder, groups, command):
+    lines = [f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation, judged by probe.py "
+             "(32 samples per composition unless the run says otherwise); mean ± std over seeds.", "",
              "## The three readings (%): composed / fidelity / probe", "",
-             "| setting | seeds | steps | wall time | seen | level-1 | level-2 | not legible | "
-             + " | ".join(data.COMPOSITIONS) + " (composed) |",
-             "|" + "---|" * 16]
+             "| setting | seeds | steps | seen | level-1 | level-2 | not legible | "
+             + " | ".join(data.COMPOSITIONS) + " (composed) |", "|" + "---|" * 15]
     for name, members in groups.items():
         finals = [history[-1] for _, _, history in members]
-        cells = []
-        for split in ("seen", "level1", "level2"):
-            cells.append(" / ".join(mean_std([probe.split_means(f[key])[split] for f in finals]) for _, key in READINGS))
-        wall = [f.get("seconds", float("nan")) / 60 for f in finals]
+        cells = [" / ".join(mean_std([probe.split_means(f[key])[split] for f in finals]) for _, key in READINGS)
+                 for split in ("seen", "level1", "level2")]
         lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
-                     f"{minutes(np.mean(wall))} | " + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} | "
+                     + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} | "
                      + " | ".join(mean_std([f['acc'][c] for f in finals]) for c in data.COMPOSITIONS) + " |")
     lines += ["", "## Time to composition: the first evaluation where level-2 (composed) reaches 50% and 90%", "",
-              "| setting | seed | 50%: step (wall time) | 90%: step (wall time) | level-2 at the end |",
-              "|---|---|---|---|---|"]
+              "| setting | seed | 50%: step (wall time alone) | 90%: step (wall time alone) | level-2 at the end | grid |",
+              "|---|---|---|---|---|---|"]
     for name, members in groups.items():
-        if any("resampled_from" in config for _, config, _ in members):
-            continue                                                # one evaluation: nothing to time
         for run_name, config, history in members:
             cells = []
             for mark in (0.5, 0.9):
                 reached = first_reaching(history, mark)
-                cells.append(f"{reached[0]} ({minutes(reached[1])})" if reached else f"not reached by step {history[-1]['step']}")
-            lines.append(f"| `{name}` | {config['seed']} | {cells[0]} | {cells[1]} | {100 * history[-1]['level2']:.1f} |")
+                cells.append(f"not by step {history[-1]['step']}" if not reached else str(reached[0])
+                             if reached[1] != reached[1] else f"{reached[0]} ({minutes(reached[1])})")
+            lines.append(f"| `{name}` | {config['seed']} | {cells[0]} | {cells[1]} | {100 * history[-1]['level2']:.1f} "
+                         f"| [samples](runs/{run_name}/samples.png) |")
         if len(members) > 1:
             lines.append(f"| `{name}` | mean | " + " | ".join(mean_reaching([h for _, _, h in members], mark) for mark in (0.5, 0.9))
-                         + f" | {mean_std([h[-1]['level2'] for _, _, h in members])} |")
-    draw(os.path.join(args.to, "novel.png"), groups)
+                         + f" | {mean_std([h[-1]['level2'] for _, _, h in members])} | |")
     lines += ["", "![level-1 and level-2 over training](novel.png)"]
-    with open(os.path.join(args.to, "table.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", help="the results folder, results/<question>")
+    parser.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders to keep in it first")
+    parser.add_argument("--clock", help="a kept run that had the machine to itself: its model's wall times")
+    args = parser.parse_args(argv)
+    add(args.folder, args.add)
+    groups = load(args.folder, args.clock)
+    for members in groups.values():
+        for name, config, history in members:
+            kept = os.path.join(args.folder, "runs", name)
+            saved = np.load(os.path.join(kept, "samples.npz"))
+            runs.save_samples_png(os.path.join(kept, "samples.png"), saved["images"], saved["factors"],
+                                  title=f"{name}: {setting(config)}, step {history[-1]['step']}")
+    draw(os.path.join(args.folder, "novel.png"), groups)
+    where = "results/" + os.path.basename(os.path.normpath(args.folder))        # the same from any copy
+    command = " ".join(["python tools/collect.py", where] + (["--clock", args.clock] if args.clock else []))
+    text = table(args.folder, groups, command)
+    with open(os.path.join(args.folder, "table.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
 
 
 if __name__ == "__main__":
