@@ -2,22 +2,31 @@
 
     python course/check.py A3                  # the checks: seconds, on a CPU
     python course/check.py A3 --run            # then a short training run, judged by probe.py
+    python course/check.py A3 --full           # pytest's full report of each failed check
     python course/check.py A3 --dir ../a3-student
 
-The checks import the code in --dir (default: the repository this file sits in). Each
-failure says what was expected. The run trains the assignment's model for a few minutes
-and passes when its samples of the seen compositions are read right often enough.
+The checks import the code in --dir (default: the repository this file sits in). A failed
+check is reported in a few lines: what it checks, what it expected and got, and which
+function to look at. The run trains the assignment's model for a few minutes and passes
+when its samples of the seen compositions are read right often enough. Python 3.11 or newer.
 """
 import argparse
+import ast
 import json
 import os
 import subprocess
 import sys
 import time
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:
+    sys.exit(f"the course kit needs Python 3.11 or newer (it reads course/assignments.toml with tomllib); "
+             f"this is Python {sys.version.split()[0]}")
 
 COURSE = os.path.dirname(os.path.abspath(__file__))
 SEEN = ("000", "001", "010", "100")
+TASK = "TASK.md"                                # the task sheet make_student.py writes into a student copy
 
 
 def load_assignments():
@@ -25,10 +34,32 @@ def load_assignments():
         return tomllib.load(f)
 
 
-def run_checks(name, assignment, folder, extra=()):
+def checks_of(assignment):
+    """[(test name, the check in words, the assignment's functions it calls)] from its check file,
+    in file order; a check that calls none of them by name is said to look at all of them."""
+    with open(os.path.join(os.path.dirname(COURSE), assignment["checks"])) as f:
+        tree = ast.parse(f.read())
+    parts = {spec: {p for p in spec.split("::")[1].split(".") if not p.startswith("__")}
+             for spec in assignment["functions"]}                         # Block.__init__ -> {Block}
+    checks = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            names = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
+                     if isinstance(n, (ast.Attribute, ast.Name))}
+            called = [spec for spec, wanted in parts.items() if names & wanted] or list(parts)
+            words = node.name[len("test_"):].replace("_", " ")
+            for spec in assignment["functions"]:                          # mask ratio -> mask_ratio
+                name = spec.split("::")[1].split(".")[-1]
+                words = words.replace(name.replace("_", " "), name)
+            checks.append((node.name, words, called))
+    return checks
+
+
+def run_checks(name, assignment, folder, full=False):
     environment = dict(os.environ, COURSE_DIR=folder)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", name.lower(),
-               os.path.join(os.path.dirname(COURSE), assignment["checks"]), *extra]
+    brief = [] if full else ["--brief", "--tb=no", "-rN", "--disable-warnings"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *brief, "-m", name.lower(),
+               os.path.join(os.path.dirname(COURSE), assignment["checks"])]
     return subprocess.run(command, cwd=folder, env=environment).returncode
 
 
@@ -51,12 +82,13 @@ def main(argv=None):
     parser.add_argument("assignment", choices=list(assignments))
     parser.add_argument("--dir", default=os.path.dirname(COURSE), help="the repository (or student copy) to check")
     parser.add_argument("--run", action="store_true", help="add the short training run")
+    parser.add_argument("--full", action="store_true", help="pytest's full report (traceback, values) of each failure")
     args = parser.parse_args(argv)
     folder = os.path.abspath(args.dir)
     if not os.path.isfile(os.path.join(folder, "data.py")):
         parser.error(f"--dir {args.dir}: no data.py there; give the repository or a student copy")
     assignment = assignments[args.assignment]
-    status = run_checks(args.assignment, assignment, folder)
+    status = run_checks(args.assignment, assignment, folder, args.full)
     if status != 0 or not args.run:
         return status
     mark, reading = assignment["run"]["pass_seen"], assignment["run"]["reading"]

@@ -3,29 +3,33 @@
     python course/make_student.py A3 --out ../a3-student
 
 Each listed function keeps its signature and docstring; its body becomes
-`raise NotImplementedError("A3: ...")`. A function with the same name and the same source
-text in another file is blanked too, so the answer is not sitting in the next file (the
-generators share their backbone on purpose). The copy holds every tracked file except
-the answers (course/ANSWERS.md, course/mutations.py); it is checked to import before this
-script returns.
+`raise NotImplementedError("A3: ...")`, and the comment lines right above it (notes on how
+it works) go with the body. A function with the same name and the same source text in
+another file is blanked too, so the answer is not sitting in the next file (the generators
+share their backbone on purpose). The copy holds what the student runs (HANDOUT: the
+scripts, the checks, check.py) and a task sheet, TASK.md, built from
+course/assignments.toml; it is checked to import before this script returns.
+Python 3.11 or newer.
 """
 import argparse
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
-import tomllib
+
+from check import TASK, checks_of, load_assignments
 
 COURSE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(COURSE)
-MODULES = ["data.py", "probe.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py"]
-NOT_FOR_STUDENTS = {"course/ANSWERS.md", "course/mutations.py"}   # answers; correct lines
-
-
-def load_assignments():
-    with open(os.path.join(COURSE, "assignments.toml"), "rb") as f:
-        return tomllib.load(f)
+MODULES = ["data.py", "probe.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py"]
+# What a student copy holds (a path, or a folder ending in /): the scripts, the checks and what
+# they run; tests/calibration.py for `python probe.py`, tests/test_ladder.py for the pasted copies.
+# Not: the answers (course/ANSWERS.md, course/mutations.py), the teachers' page, results/, tools/.
+HANDOUT = MODULES + ["README.md", "requirements.txt", ".gitignore", "course/check.py", "course/assignments.toml",
+                     "course/checks/", "tests/conftest.py", "tests/calibration.py", "tests/test_ladder.py"]
+RULE = re.compile(r"#\s*-{4,}")                 # a section rule, `# ---- sampling`: kept above a blanked function
 
 
 def find_function(tree, qualname):
@@ -40,13 +44,14 @@ def find_function(tree, qualname):
 
 
 def function_text(source, node):
-    lines = source.splitlines(keepends=True)
-    start = (node.decorator_list[0] if node.decorator_list else node).lineno
-    return "".join(lines[start - 1:node.end_lineno])
+    """The function's source as tests/test_ladder.py compares copies: decorators, and the
+    comment that ends its last line, left out."""
+    return ast.get_source_segment(source, node)
 
 
 def blank(source, node, message):
-    """source with node's body replaced by its docstring (if any) and a raise."""
+    """source with node's body replaced by its docstring (if any) and a raise, and the comment
+    lines right above the function (a section rule excepted) left out."""
     lines = source.splitlines(keepends=True)
     body = node.body
     has_docstring = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
@@ -55,12 +60,17 @@ def blank(source, node, message):
     indent = " " * body[0].col_offset
     if body[0].lineno == node.lineno:                                           # `def f(): return x`
         raise ValueError(f"{node.name}: a one-line function cannot be blanked; give it its own body lines")
+    first = (node.decorator_list[0] if node.decorator_list else node).lineno - 1  # 0-based
+    notes = first
+    while notes > 0 and lines[notes - 1].lstrip().startswith("#") and not RULE.match(lines[notes - 1].strip()):
+        notes -= 1
     replacement = f"{indent}raise NotImplementedError({message!r})\n"
-    return "".join(lines[:keep_until]) + replacement + "".join(lines[node.end_lineno:])
+    return "".join(lines[:notes] + lines[first:keep_until]) + replacement + "".join(lines[node.end_lineno:])
 
 
 def blanked_sources(root, name, functions):
-    """{file: new source} for the assignment's functions and their identical copies."""
+    """{file: new source} for the assignment's functions and their identical copies, and
+    {file: [qualname]} of what was blanked where."""
     sources = {path: open(os.path.join(root, path)).read() for path in MODULES}
     trees = {path: ast.parse(source) for path, source in sources.items()}
     targets = {}                                                                # file -> [qualname]
@@ -82,9 +92,45 @@ def blanked_sources(root, name, functions):
         nodes = {qualname: find_function(trees[path], qualname) for qualname in qualnames}
         # bottom to top: blanking a later function leaves the earlier ones' line numbers as they were
         for qualname, node in sorted(nodes.items(), key=lambda item: -item[1].lineno):
-            source = blank(source, node, f"{name}: write {path}::{qualname} (see course/README.md)")
+            source = blank(source, node, f"{name}: write {path}::{qualname} (see {TASK})")
         new[path] = source
     return new, targets
+
+
+def task_sheet(name, assignment, new, targets):
+    """TASK.md: what to write and where (with line numbers in the copy), what each check tests,
+    how to run the checks and the training run, and the hint."""
+    line = {f"{path}::{qualname}": find_function(ast.parse(new[path]), qualname).lineno
+            for path, qualnames in targets.items() for qualname in qualnames}
+    run, reading = assignment["run"], {"acc": "composed: one legible object, with the right shape, colour and size",
+                                       "probe_acc": "the linear probe names the right shape, colour and size"}
+    copies = [spec for spec in line if spec not in assignment["functions"]]
+    checks = checks_of(assignment)
+    text = [f"# {name} \u2014 {assignment['title']}", "", assignment["goal"], "",
+            f"About {assignment['hours']} hours. Python 3.11 or newer with torch, numpy, matplotlib, tqdm and "
+            "pytest (`pip install -r requirements.txt`); no GPU.", "",
+            "## What to write", "",
+            "Each of these raises `NotImplementedError` until you write its body; its signature, its "
+            "docstring and the hint below say what it takes and returns.", ""]
+    text += [f"- `{spec}` (line {line[spec]})" for spec in assignment["functions"]]
+    if copies:
+        text += ["", "The same functions sit, blanked the same way, in other files (the generators share "
+                 "their backbone on purpose). Once the checks pass, paste your answer into them; "
+                 "`python -m pytest tests/test_ladder.py` then confirms that the copies match:", ""]
+        text += [f"- `{spec}` (line {line[spec]})" for spec in copies]
+    text += ["", f"## The checks: `python course/check.py {name}` (about {assignment['check_seconds']} s)", "",
+             f"{len(checks)} checks. A failed check says what it expected and what it got; "
+             f"`python course/check.py {name} --full` shows pytest's full report.", ""]
+    text += [f"- {words} (calls {', '.join(f'`{spec}`' for spec in look)})" for _, words, look in checks]
+    text += ["", f"## The training run: `python course/check.py {name} --run` "
+             f"(about {run['minutes']} min on 2 CPU cores, up to half as much again on a slower machine)", "",
+             f"Once the checks pass, this trains `python {run['command']}` into `runs/course-{name}-<time>/`, "
+             f"and the judge (`probe.py`) reads its samples of the four seen compositions. It passes when "
+             f"at least {100 * run['pass_seen']:.0f}% of them are read right ({reading[run['reading']]}). "
+             "README.md describes the world, the judge and the models; the results/ and tools/ it "
+             "mentions are not part of this copy.", "",
+             "## Hint", "", assignment["hint"].strip(), ""]
+    return "\n".join(text)
 
 
 def tracked_files(root):
@@ -99,6 +145,10 @@ def tracked_files(root):
         return paths
 
 
+def handed_out(path):
+    return any(path == kept or kept.endswith("/") and path.startswith(kept) for kept in HANDOUT)
+
+
 def make_student(name, out, root=ROOT):
     assignments = load_assignments()
     if name not in assignments:
@@ -106,15 +156,15 @@ def make_student(name, out, root=ROOT):
     if os.path.exists(out) and os.listdir(out):
         raise SystemExit(f"{out} exists and is not empty; give a new --out")
     new, targets = blanked_sources(root, name, assignments[name]["functions"])
-    for path in tracked_files(root):
-        if path in NOT_FOR_STUDENTS:
-            continue
+    for path in filter(handed_out, tracked_files(root)):
         os.makedirs(os.path.dirname(os.path.join(out, path)) or out, exist_ok=True)
         if path in new:
             with open(os.path.join(out, path), "w") as f:
                 f.write(new[path])
         else:
             shutil.copy2(os.path.join(root, path), os.path.join(out, path))
+    with open(os.path.join(out, TASK), "w") as f:
+        f.write(task_sheet(name, assignments[name], new, targets))
     if os.path.isdir(os.path.join(root, ".cache")):                          # fitted tokenizers and probe
         shutil.copytree(os.path.join(root, ".cache"), os.path.join(out, ".cache"), dirs_exist_ok=True)
     modules = ", ".join(path[:-3] for path in MODULES)
@@ -132,7 +182,8 @@ def main(argv=None):
     targets = make_student(args.assignment, args.out)
     blanked = "; ".join(f"{path}: {', '.join(names)}" for path, names in sorted(targets.items()))
     print(f"{args.assignment}: wrote {args.out}; blanked functions in {blanked}")
-    print(f"the student checks their work with: python course/check.py {args.assignment}")
+    print(f"the task sheet is {os.path.join(args.out, TASK)}; the student checks their work with: "
+          f"python course/check.py {args.assignment}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
     python course/mutations.py            # 31 broken answers, about 5 minutes on 2 cores
     python course/mutations.py A5         # only A5's
 
-Each mutation copies the repository, replaces one line of a correct answer by a typical
-mistake, and runs that assignment's checks. A mutation the checks miss is printed as
-MISSED. Add the mistakes your students make.
+Each mutation copies the repository (what a student copy holds, answers included), replaces
+one line of a correct answer by a typical mistake, and runs that assignment's checks. A
+mutation the checks miss is printed as MISSED. Add the mistakes your students make.
 """
 import os
 import shutil
@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from make_student import ROOT, tracked_files
+from make_student import ROOT, handed_out, tracked_files
 
 # (assignment, file, the correct text, the mistake)
 MUTATIONS = [
@@ -22,7 +22,8 @@ MUTATIONS = [
      "    if schedule == \"linear\":\n        return torch.cos(math.pi / 2 * r)\n"),
     ("A1", "maskgit.py", "return F.cross_entropy(logits[mask].float(), ids[mask], label_smoothing=label_smoothing)",
      "return F.cross_entropy(logits.flatten(0, 1).float(), ids.flatten(), label_smoothing=label_smoothing)"),
-    ("A1", "maskgit.py", "    if s == steps - 1:\n        return 0\n    hidden", "    hidden"),
+    ("A1", "maskgit.py", "return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))",
+     "return min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1)"),
     ("A1", "maskgit.py", "mask_ratio(torch.tensor((s + 1) / steps), schedule)", "mask_ratio(torch.tensor((s + 1) / steps))"),
     ("A2", "givt.py", "return torch.logsumexp(log_weights + log_normal, -1)", "return (log_weights + log_normal).exp().sum(-1).log()"),
     ("A2", "givt.py", "- scales.log() - 0.5", "- 0.5"),
@@ -35,7 +36,7 @@ MUTATIONS = [
     ("A3", "dit.py", "times = torch.linspace(1, 0, steps + 1)\n    for t, t_next", "times = torch.linspace(1, 0.02, steps + 1)\n    for t, t_next"),
     ("A4", "dit.py", "return x * (1 + scale) + shift", "return x * scale + shift"),
     ("A4", "dit.py", "nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity\n        nn.init.zeros_(self.modulation.bias)", "pass"),
-    ("A4", "dit.py", "x = x + gate1 * self.attention(h, h, h, need_weights=False)[0]", "x = x + gate1 * h"),
+    ("A4", "dit.py", "x = x + gate1 * self.attention(h, h, h, ", "x = x + gate1 * h + 0 * self.attention(h, h, h, "),
     ("A5", "mar.py", "return (f(t) / f(torch.zeros_like(t))).clamp(min=1e-4)", "return f(t).clamp(min=1e-4)"),
     ("A5", "mar.py", "x_t = a.sqrt() * x_0 + (1 - a).sqrt() * eps                             # q(x_t | x_0)", "x_t = a * x_0 + (1 - a) * eps"),
     ("A5", "mar.py", "variance = beta * (1 - a_s) / (1 - a_t)", "variance = beta"),
@@ -60,7 +61,7 @@ def main(argv=None):
         if only and name not in only:
             continue
         with tempfile.TemporaryDirectory() as folder:
-            for file in tracked_files(ROOT):
+            for file in filter(handed_out, tracked_files(ROOT)):
                 os.makedirs(os.path.dirname(os.path.join(folder, file)) or folder, exist_ok=True)
                 shutil.copy2(os.path.join(ROOT, file), os.path.join(folder, file))
             if os.path.isdir(os.path.join(ROOT, ".cache")):

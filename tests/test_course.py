@@ -1,8 +1,11 @@
 """The course kit: every check passes on the repository and fails on the student copy of its
-own assignment; student copies import; the commands refuse bad input."""
+own assignment, in a few lines that name the function to write; student copies import, are
+small, hold a task sheet and no answer; the commands refuse bad input."""
+import ast
 import concurrent.futures
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -13,6 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COURSE = os.path.join(ROOT, "course")
 with open(os.path.join(COURSE, "assignments.toml"), "rb") as f:
     ASSIGNMENTS = tomllib.load(f)
+sys.path.insert(0, COURSE)
+from mutations import MUTATIONS  # noqa: E402
 
 
 def python(*args, cwd=ROOT):
@@ -35,8 +40,9 @@ def test_every_assignment_has_a_marked_check_file_and_real_functions():
     for name, assignment in ASSIGNMENTS.items():
         source = open(os.path.join(ROOT, assignment["checks"])).read()
         assert f"pytestmark = pytest.mark.{name.lower()}" in source, name
-        for key in ("title", "functions", "run", "hours", "goal"):
+        for key in ("title", "functions", "run", "hours", "goal", "hint", "check_seconds"):
             assert key in assignment, f"{name}: no {key}"
+        assert "minutes" in assignment["run"], f"{name}: no run.minutes"
 
 
 def student_copy(name, folder):
@@ -57,6 +63,7 @@ def student_copies(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(ASSIGNMENTS))
 def test_the_checks_fail_on_the_student_copy(name, student_copies):
+    """In a few lines (not pytest's tracebacks) that name each function still to write."""
     out, made, result = student_copies[name]
     assert made.returncode == 0, made.stderr[-2000:]                      # make_student checks that it imports
     for spec in ASSIGNMENTS[name]["functions"]:
@@ -65,15 +72,55 @@ def test_the_checks_fail_on_the_student_copy(name, student_copies):
     assert not (out / "course" / "ANSWERS.md").exists() and not (out / "course" / "mutations.py").exists()
     passed, failed = summary(result.stdout)
     assert result.returncode != 0 and passed == 0 and failed >= 3, result.stdout[-3000:]
-    assert "NotImplementedError" in result.stdout
+    output = result.stdout + result.stderr
+    assert len(output.splitlines()) <= 30, output
+    named = re.findall(r"not written yet: (\S+)", output)                 # every check, and by the function
+    assert len(named) == failed and set(named) <= set(ASSIGNMENTS[name]["functions"]), output
+    assert ASSIGNMENTS[name]["functions"][0] in named, output
+    assert "course/README.md" not in output and "Traceback" not in output and "TASK.md" in output, output
+
+
+@pytest.mark.parametrize("name", list(ASSIGNMENTS))
+def test_the_task_sheet_says_what_to_write_where(name, student_copies):
+    out = student_copies[name][0]
+    sheet, assignment = (out / "TASK.md").read_text(), ASSIGNMENTS[name]
+    for text in (assignment["title"], assignment["goal"], assignment["hint"].split()[0],
+                 f"python course/check.py {name}", f"python course/check.py {name} --run"):
+        assert text in sheet, text
+    blanked = re.findall(r"`(\S+\.py)::(\S+)` \(line (\d+)\)", sheet)
+    assert {f"{path}::{qualname}" for path, qualname, _ in blanked} >= set(assignment["functions"]), sheet
+    for path, qualname, line in blanked:                                  # each one at the line it names
+        assert re.match(rf"\s*def {qualname.split('.')[-1]}\(", (out / path).read_text().splitlines()[int(line) - 1])
+        assert f"{name}: write {path}::{qualname} (see TASK.md)" in (out / path).read_text()
+    checks = [node.name for node in ast.parse(open(os.path.join(ROOT, assignment["checks"])).read()).body
+              if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+    assert len(re.findall(r"^- .* \(calls `", sheet, re.M)) == len(checks), sheet
+
+
+@pytest.mark.parametrize("name", list(ASSIGNMENTS))
+def test_the_copy_is_small_and_holds_no_answer(name, student_copies):
+    out = student_copies[name][0]
+    size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
+    assert size < 2_000_000, f"{name}: the copy holds {size / 1e6:.1f} MB"
+    for folder in ("results", "tools", "runs", ".git"):
+        assert not (out / folder).exists(), folder
+    assert not (out / "tests" / "gallery.npz").exists() and not (out / "course" / "README.md").exists()
+    for assignment, path, right, _ in MUTATIONS:                          # the correct lines are gone
+        assert assignment != name or right not in (out / path).read_text(), (path, right)
+    if name == "A3":                                                      # the formulas in the notes above noisy
+        for answer in ("(1 - t) x_0 + t eps", "(x_t - x0_hat) / t"):
+            assert answer not in (out / "dit.py").read_text() + (out / "TASK.md").read_text(), answer
 
 
 def test_identical_copies_are_blanked_in_the_other_generators(student_copies):
     out = student_copies["A4"][0]
-    for path in ("dit.py", "maskgit.py", "givt.py", "mar.py"):
+    for path in ("dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"):
         text = (out / path).read_text()
         assert f"A4: write {path}::Block.forward" in text and f"A4: write {path}::modulate" in text, path
     assert "x * (1 + scale) + shift" not in (out / "maskgit.py").read_text()
+    assert "A2: write ar.py::log_density" in (student_copies["A2"][0] / "ar.py").read_text()
+    ladder = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ladder.py", cwd=student_copies["A3"][0])
+    assert ladder.returncode == 0, ladder.stdout[-2000:]                   # the copy holds every file it compares
 
 
 def test_bad_input_is_refused(tmp_path):
@@ -89,16 +136,16 @@ def test_bad_input_is_refused(tmp_path):
     assert result.returncode == 2 and "no data.py there" in result.stderr
 
 
-def test_the_training_run_is_judged_on_the_seen_compositions(tmp_path, monkeypatch):
-    """check.py --run's plumbing on a 2-step run (the real runs take minutes: see course/README.md)."""
+def test_the_training_run_is_judged_on_the_seen_compositions(tmp_path, student_copies):
+    """check.py --run's plumbing on a 2-step run in A3's student copy with its answers put back:
+    the copy holds all a run needs (the real runs take minutes: see course/README.md)."""
     sys.path.insert(0, COURSE)
     import check
     tiny = {"command": "dit.py --steps 2 --eval-every 2 --samples-per-comp 2 --batch-size 8 --device cpu "
                        "--train-per-comp 100", "reading": "probe_acc", "pass_seen": 0.0}
-    monkeypatch.chdir(tmp_path)
-    for name in ("data.py", "probe.py", "runs.py", "dit.py", ".cache"):                # .cache: the fitted probe
-        if os.path.exists(os.path.join(ROOT, name)):
-            os.symlink(os.path.join(ROOT, name), tmp_path / name)
-    seen = check.training_run("A3", {"run": tiny}, str(tmp_path))
+    solved = tmp_path / "A3"
+    shutil.copytree(student_copies["A3"][0], solved)
+    shutil.copy(os.path.join(ROOT, "dit.py"), solved / "dit.py")
+    seen = check.training_run("A3", {"run": tiny}, str(solved))
     assert seen is not None and 0 <= seen <= 1
-    assert len(list((tmp_path / "runs").glob("course-A3-*/metrics.jsonl"))) == 1
+    assert len(list((solved / "runs").glob("course-A3-*/metrics.jsonl"))) == 1

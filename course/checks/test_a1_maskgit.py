@@ -90,6 +90,8 @@ def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one()
     few[:, :3] = True                                                        # 3 hidden, the schedule asks for more
     got = maskgit.remask_count(1, steps, TOKENS, few)
     assert got == 2, f"with 3 hidden now, at most 2 may stay hidden (every step commits a token); got {got}"
+    got = maskgit.remask_count(1, steps, TOKENS, torch.zeros(2, TOKENS, dtype=torch.bool))
+    assert got == 0, f"with none hidden (more steps than tokens), none stays hidden, not a negative count; got {got}"
     hidden, counts = masked.clone(), []
     for s in range(steps):                                                   # a whole decode
         counts.append(maskgit.remask_count(s, steps, TOKENS, hidden))
