@@ -1,0 +1,143 @@
+"""inside.py: each reading on a case whose answer is known, and the command line on a tiny run."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import data
+import dit
+import inside
+import maskgit
+
+
+def test_the_reach_of_a_code_the_head_forbids_is_zero():
+    images, bits = inside.real_images(2)
+    codebook = data.load_tokenizer("codebook")
+    codes = torch.as_tensor(codebook.encode(images))
+    forbidden = int(codes.flatten().mode().values)                          # the commonest code: background
+    torch.manual_seed(0)
+    model = maskgit.MaskGIT(codebook.vocab_size, width=32, depth=1, heads=4).eval()
+    with torch.no_grad():
+        model.head.bias[forbidden] = -30.0
+    trained = torch.as_tensor([c for c in range(codebook.vocab_size) if c != forbidden])
+    config = dict(model="maskgit", cond="continuous")
+    result = inside.reach(config, maskgit, model, codebook, images, bits, trained)
+    assert result["p(true code)"]["untrained code"] < 1e-9
+    assert result["p(true code)"]["trained code"] > 1e-4                   # about 1 / 2047
+    assert result["mass on untrained codes"]["untrained code"] < 1e-9
+    assert 0 < result["untrained share of hidden positions"] < 1
+
+
+def test_a_network_that_returns_the_truth_has_the_best_reach():
+    images, bits = inside.real_images(1)
+    tokens = dit.Tokens("pixels")
+    truth = tokens.encode(images).float()
+
+    class Oracle(torch.nn.Module):
+        def forward(self, x_t, t, values, present):
+            return truth
+    config = dict(model="dit", cond="continuous")
+    trained = torch.arange(2048)
+    perfect = inside.reach(config, dit, Oracle(), tokens, images, bits, trained)
+    zero = inside.reach(config, dit, dit.DiT(48, 32, 1, 4).eval(), tokens, images, bits, trained)  # x0_hat = 0
+    for level in inside.LEVELS:
+        assert perfect[f"x0 error at t={level}"]["trained code"] == 0
+        assert zero[f"x0 error at t={level}"]["trained code"] > 0.1
+
+
+def tiny_dit():
+    torch.manual_seed(0)
+    model = dit.DiT(48, width=32, depth=1, heads=4).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    return model
+
+
+@pytest.mark.parametrize("zero", [True, False])
+def test_ablating_a_head_removes_exactly_its_contribution(zero):
+    model = tiny_dit()
+    attention = model.blocks[0].attention
+    h = torch.randn(3, 64, 32)
+    heads = inside.head_outputs(attention, h)                               # (B, H, T, d), computed directly
+    mean = heads[:, 1].mean((0, 1))
+    replaced = heads.clone()
+    replaced[:, 1] = 0 if zero else mean
+    direct = torch.nn.functional.linear(replaced.transpose(1, 2).flatten(2), attention.out_proj.weight,
+                                        attention.out_proj.bias)
+    with torch.no_grad():
+        assert torch.allclose(attention(h, h, h, need_weights=False)[0],    # the head decomposition is exact
+                              torch.nn.functional.linear(heads.transpose(1, 2).flatten(2), attention.out_proj.weight,
+                                                         attention.out_proj.bias), atol=1e-5)
+        means = {"block 0 head 1": mean}
+        with inside.ablated(model, {"block 0 head 1"}, means, zero=zero):
+            assert torch.allclose(attention(h, h, h, need_weights=False)[0], direct, atol=1e-5)
+        others = heads.clone()                                             # and it is restored after
+        assert torch.allclose(attention(h, h, h, need_weights=False)[0],
+                              torch.nn.functional.linear(others.transpose(1, 2).flatten(2), attention.out_proj.weight,
+                                                         attention.out_proj.bias), atol=1e-5)
+
+
+def test_the_recorded_mean_is_the_mean_of_what_the_unit_said():
+    model = tiny_dit()
+    x, t = torch.randn(2, 64, 48), torch.full((2,), 0.5)
+    values, present = data.conditioning(data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0)),
+                                        "continuous", train=False)
+    captured = []
+    hook = model.blocks[0].mlp.register_forward_hook(lambda m, a, out: captured.append(out))
+    with torch.no_grad(), inside.recording(model) as means:
+        model(x, t, values, present)
+    hook.remove()
+    assert torch.allclose(means["block 0 mlp"], captured[0].flatten(0, 1).mean(0), atol=1e-6)
+    assert set(means) == {name for name, *_ in inside.units(model)}
+
+
+def test_the_readout_reads_the_condition_and_not_shuffled_labels():
+    images, bits, latents = data.make_dataset(data.COMPOSITIONS, 64, seed=11)
+    values, _ = data.conditioning(latents, "continuous", train=False)     # the factors, linearly
+    states = torch.stack([values, torch.randn(len(values), 7, generator=torch.Generator().manual_seed(0))])
+    result = inside.readout(states, bits)
+    for factor in inside.FACTORS:
+        assert result["input"][factor]["level2"] >= 0.95 and result["input"][factor]["level1"] >= 0.95
+        assert 0.25 < result["block 0"][factor]["level1"] < 0.75           # noise: chance
+    control = inside.readout(states[:1], bits, shuffled=True)["input"]
+    assert all(0.25 < control[f]["level1"] < 0.75 for f in inside.FACTORS)
+
+
+def test_polysemanticity_and_overlap_on_hand_made_cases():
+    assert inside.polysemanticity([0.3, 0, 0]) == 0
+    assert math.isclose(inside.polysemanticity([0.2, -0.2, 0.2]), 1)
+    assert math.isnan(inside.polysemanticity([0, 0, 0]))
+    assert math.isclose(inside.weighted_polysemanticity([[1, 0, 0], [1, 1, 1]]), 3 / 4)   # weights 1 and 3
+    assert inside.jaccard({"a", "b"}, {"b", "c"}) == 1 / 3 and inside.jaccard({"a"}, {"a"}) == 1
+    assert math.isclose(inside.weighted_jaccard([1, 0.5, -1], [0.5, 0.5, 2]), 1 / 3.5)
+    drops = {"u1": [0.4, 0.0, 0.1], "u2": [0.3, 0.2, 0.0], "u3": [0.1, 0.3, 0.0]}
+    sets, pairs = inside.circuits(drops)
+    assert sets == {"shape": ["u1", "u2"], "color": ["u2", "u3"], "size": ["u1"]}
+    assert pairs["shape-color"]["jaccard"] == 1 / 3
+
+
+def test_the_command_writes_every_reading(tmp_path, capsys):
+    from scripts import FAST, run
+    out = tmp_path / "run"
+    assert run("maskgit.py", *FAST, "--keep-checkpoints", "--out", str(out)).returncode == 0
+    inside.main([str(out), "--samples-per-comp", "1", "--over-training"])
+    result = json.load(open(out / "inside.json"))
+    assert set(result) >= {"reach", "readout", "readout_shuffled", "attribution", "polysemanticity", "circuits",
+                           "overlap", "circuit_ablation", "over_training"}
+    assert len(result["attribution"]) == 4 * 4 + 4 + 4                     # heads, MLPs, adaLN of 4 blocks
+    assert [r["step"] for r in result["over_training"]] == [2, 3, 4]
+    assert "maskgit at step 4" in capsys.readouterr().out
+
+
+def test_bad_input_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit, match="holds no ckpt.pt"):
+        inside.main([str(tmp_path)])
+    (tmp_path / "ckpt.pt").write_bytes(b"")
+    torch.save(dict(config=dict(model="gan"), ema={}, step=1), tmp_path / "ckpt.pt")
+    with pytest.raises(SystemExit, match="'gan', not a generator"):
+        inside.main([str(tmp_path)])
+    with pytest.raises(SystemExit):
+        inside.main([str(tmp_path / "missing")])
+    assert "is not a folder" in capsys.readouterr().err
