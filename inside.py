@@ -64,7 +64,8 @@ def build(config):
     shape = (config["width"], config["depth"], config["heads"])
     if config["model"] in ("maskgit", "jepa_maskgit"):
         tokens = data.load_tokenizer("codebook")
-        return importlib.import_module("maskgit"), module.MaskGIT(tokens.vocab_size, *shape), tokens
+        factors = (tokens.n_masks, tokens.n_colors) if config.get("factored_head") else None
+        return importlib.import_module("maskgit"), module.MaskGIT(tokens.vocab_size, *shape, factors=factors), tokens
     if config["model"] == "ar":
         categorical = config["head"] == "categorical"
         tokens = data.load_tokenizer("codebook") if categorical else module.Tokens(config["tokenizer"])

@@ -100,8 +100,9 @@ def train(config):
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
     codebook = data.load_tokenizer("codebook")
     training = data.TrainingData(config["data"], config["train_per_comp"], codebook.encode)
-    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
-    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
+    factors = (codebook.n_masks, codebook.n_colors) if config["factored_head"] else None
+    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
+    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
     ema.load_state_dict(model.state_dict())
     ema.requires_grad_(False)
     target = copy.deepcopy(ema)                                             # the JEPA target encoder

@@ -42,6 +42,8 @@ def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, de
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
     parser.add_argument("--label-smoothing", type=float, default=0.0,
                         help="target mass spread evenly over the codebook in the cross-entropy")
+    parser.add_argument("--factored-head", action="store_true",
+                        help="predict a code's two parts, coverage mask and colour, as two categoricals")
     if more_arguments:                                                      # jepa_maskgit.py's flags
         more_arguments(parser)
     args = parser.parse_args(argv)
@@ -107,7 +109,7 @@ class Block(nn.Module):
 
 
 class MaskGIT(nn.Module):
-    def __init__(self, vocab_size, width=128, depth=4, heads=4, tokens=64):
+    def __init__(self, vocab_size, width=128, depth=4, heads=4, tokens=64, factors=None):
         super().__init__()
         self.mask_id = vocab_size                                           # an id of its own
         self.embed = nn.Embedding(vocab_size + 1, width)
@@ -116,7 +118,10 @@ class MaskGIT(nn.Module):
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
-        self.head = nn.Linear(width, vocab_size)
+        # factors = (masks, colours): logits a_mask + b_colour, so p(code) = p(mask) p(colour), a product
+        # that can put mass on a pair never seen together (a blue triangle edge) if each part was seen
+        self.factors = factors
+        self.head = nn.Linear(width, vocab_size if factors is None else sum(factors))
         for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits at first
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
@@ -134,7 +139,11 @@ class MaskGIT(nn.Module):
     def readout(self, h, c):
         """Logits (B, T, V) over the codebook from the last block's output h (B, T, D)."""
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        return self.head(modulate(self.final_norm(h), shift, scale))
+        logits = self.head(modulate(self.final_norm(h), shift, scale))
+        if self.factors is None:
+            return logits
+        masks, colours = logits.split(self.factors, -1)                     # id = mask * colours + colour
+        return (masks[..., :, None] + colours[..., None, :]).flatten(-2)   # (B, T, V)
 
     def forward(self, ids, values, present):
         """Logits (B, T, V) at every position of ids (B, T), [MASK] allowed."""
@@ -175,8 +184,9 @@ def train(config):
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
     codebook = data.load_tokenizer("codebook")
     training = data.TrainingData(config["data"], config["train_per_comp"], codebook.encode)
-    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
-    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"]).to(device)
+    factors = (codebook.n_masks, codebook.n_colors) if config["factored_head"] else None
+    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
+    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
     ema.load_state_dict(model.state_dict())
     ema.requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),

@@ -234,12 +234,15 @@ def save_checkpoint(out, **state):
 def with_flags_added_since(config):
     """A run's config with the value each flag its config.json lacks stood for: a config without
     time_dist drew t uniformly (dit.py, mar.py), one without mask_schedule hid tokens by the
-    cosine schedule, one without mixture_temperature drew GIVT's components from pi (tau = 1)."""
+    cosine schedule, one without mixture_temperature drew GIVT's components from pi (tau = 1), one
+    without factored_head had MaskGIT's joint head."""
     done = {}
     if config.get("model") in ("dit", "mar"):
         done["time_dist"] = "uniform"
     if config.get("model") in ("maskgit", "jepa_maskgit", "givt", "mar"):
         done["mask_schedule"] = "cosine"
+    if config.get("model") in ("maskgit", "jepa_maskgit"):
+        done["factored_head"] = False
     if config.get("model") == "givt":
         done["mixture_temperature"] = 1.0
     return {**done, **config}

@@ -35,7 +35,7 @@ DEFAULTS = {   # every flag a setting is named by, at its default (not seed, out
     "steps": 2000, "batch_size": 64, "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "data": "fixed",
     "train_per_comp": 5000, "cond": "continuous", "cond_drop": 0.1, "eval_every": 250, "samples_per_comp": 32,
     "width": 128, "depth": 4, "heads": 4, "tokenizer": "pixels", "sample_steps": 10, "mask_schedule": "cosine",
-    "label_smoothing": 0.0, "choice_temperature": 4.5, "jepa_weight": 0.6, "jepa_layers": [2, 3],
+    "label_smoothing": 0.0, "factored_head": False, "choice_temperature": 4.5, "jepa_weight": 0.6, "jepa_layers": [2, 3],
     "jepa_momentum": 0.996, "components": 8, "temperature": 1.0, "mixture_temperature": 1.0,
     "diffusion_steps": 25, "draws": 2, "time_dist": "logit-normal"}
 OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},

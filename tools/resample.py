@@ -44,7 +44,8 @@ def build(config):
     shape = (config["width"], config["depth"], config["heads"])
     if config["model"] in ("maskgit", "jepa_maskgit"):
         tokens = data.load_tokenizer("codebook")
-        return importlib.import_module("maskgit"), module.MaskGIT(tokens.vocab_size, *shape), tokens
+        factors = (tokens.n_masks, tokens.n_colors) if config.get("factored_head") else None
+        return importlib.import_module("maskgit"), module.MaskGIT(tokens.vocab_size, *shape, factors=factors), tokens
     tokens = module.Tokens(config["tokenizer"])
     if config["model"] == "givt":
         return module, module.GIVT(tokens.dim, config["components"], *shape), tokens
