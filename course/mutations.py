@@ -1,6 +1,6 @@
 """Are the checks strict? Break each assignment's answer on purpose and see the checks fail.
 
-    python course/mutations.py            # 31 broken answers, about 5 minutes on 2 cores
+    python course/mutations.py            # 34 broken answers, about 5 minutes on 2 cores
     python course/mutations.py A5         # only A5's
 
 Each mutation copies the repository (what a student copy holds, answers included), replaces
@@ -51,6 +51,9 @@ MUTATIONS = [
     ("A7", "data.py",'if mode.endswith("dropout") and train:','if mode.endswith("dropout"):'),
     ("A8", "data.py", "best = error.flatten(1).argmin(1)", "best = error.flatten(1).argmax(1)"),
     ("A8", "data.py", "ids.append(mask * self.n_colors + color)", "ids.append(color * self.n_masks + mask)"),
+    ("A9", "inside.py", "out.bias += out.weight[:, columns] @ mean", "pass"),
+    ("A9", "inside.py", "columns = slice(head * mean.numel(), (head + 1) * mean.numel())", "columns = slice(head, head + mean.numel())"),
+    ("A9", "inside.py", "mean, std = train_x.mean(0), train_x.std(0) + 1e-6", "mean, std = 0, 1"),
 ]
 
 
