@@ -6,7 +6,7 @@
 
 Each run is a generator's own command line, in runs/suite-<budget>/<run>/seed<k>. Re-running the
 command skips finished runs and resumes interrupted ones; --report-only redraws the figures and
-tables from what has finished. Figures and tables go to results/<budget>/ (index: README.md there).
+tables from what has finished. Figures and tables go to runs/suite-<budget>/report/ (index: README.md there).
 """
 import argparse
 import collections
@@ -56,7 +56,7 @@ LADDER = ["maskgit", "givt", "mar", "dit"]
 # One of these small runs alone leaves a GPU mostly waiting: on an H200, dit.py trained at 41 steps/s alone,
 # 91 / 181 / 258 steps/s in all with 2 / 4 / 8 copies sharing it (`bash tools/rate_scan.sh`, see the README).
 RUNS_PER_GPU = 8
-# The paper's Shapes2D figures where it gives them (seen / level-1 / level-2, %); source and wording: results/paper.md (arXiv 2510.03075).
+# The paper's Shapes2D figures where it gives them (seen / level-1 / level-2, %); arXiv 2510.03075; results/README.md sets them beside ours.
 PAPER = {
     "maskgit": "85.6 / 52.4 / 0.7 (Table 4); level-2 peaks near 14% at ~3k steps, ~0 by 60k",
     "givt": "level-2 about 50-85 (curves)",
@@ -420,7 +420,7 @@ def main(argv=None):
                              "1 without a GPU); they share the CPU cores")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     parser.add_argument("--runs", default=None, help="run folders (default runs/suite-<budget>)")
-    parser.add_argument("--results", default=None, help="figures and tables (default results/<budget>)")
+    parser.add_argument("--results", default=None, help="figures and tables (default runs/suite-<budget>/report)")
     parser.add_argument("--report-only", action="store_true", help="only redraw figures and tables")
     parser.add_argument("--step", type=int, default=None,
                         help="judge every run at its evaluation at this step, not its last (with --report-only)")
@@ -434,7 +434,7 @@ def main(argv=None):
         parser.error(f"--step must be a positive integer, got {args.step}")
     budget = BUDGETS[args.budget]
     runs_dir = args.runs or os.path.join(ROOT, "runs", f"suite-{args.budget}")
-    out_dir = args.results or os.path.join(ROOT, "results", args.budget)
+    out_dir = args.results or os.path.join(ROOT, "runs", f"suite-{args.budget}", "report")
     failed, start = [], time.time()
     if not args.report_only:
         jobs = [job(runs_dir, name, seed, budget, budget["steps"], args.device)
