@@ -23,7 +23,6 @@
 gallery agreement; `python tools/rejudge.py runs/dit ...` recomputes a run's metrics from
 its kept samples.
 """
-import json
 import math
 import os
 import sys

@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import givt  # noqa: E402
-import resample  # noqa: E402
+from inside import load_trained  # noqa: E402
 
 QUANTILES = (0.5, 0.9, 0.95, 0.99)
 VISIBLE = 8 / 255      # a pixel noise of sigma / 2 above this shows as speckle
@@ -34,7 +34,7 @@ EDGE = 0.05            # a token whose true 48 values spread more than this cros
 def scales(run, n):
     """{image set: (sigma of the most likely component at the hidden tokens (M, C), whether each
     crosses an edge (M,))}, the step, the tokenizer."""
-    step, config, _, model, tokens = resample.load_trained(run)
+    step, config, _, model, tokens = load_trained(run)
     sets = {"fresh seen": data.make_dataset(data.SEEN, n // len(data.SEEN), seed=2026),
             "fresh 111": data.make_dataset(["111"], n, seed=2026)}
     found = {}

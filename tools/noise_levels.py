@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import dit  # noqa: E402
-import resample  # noqa: E402
+from inside import load_trained  # noqa: E402
 
 LEVELS = (0.02, 0.04, 0.1, 0.2, 0.4, 0.7, 0.96)
 
@@ -35,7 +35,7 @@ def image_sets(config, n):
 
 @torch.no_grad()
 def errors(run, n):
-    step, config, _, model, tokens = resample.load_trained(run)
+    step, config, _, model, tokens = load_trained(run)
     rows = {}
     for name, (images, latents) in image_sets(config, n).items():
         x_0 = tokens.encode(images).float()                                 # (N, T, C)

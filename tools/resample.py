@@ -13,17 +13,15 @@ unless --device says otherwise; a run trained and sampled on a GPU is redrawn bi
 only there.
 """
 import argparse
-import importlib
 import json
 import os
 import sys
 
-import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-import data  # noqa: E402
 import runs  # noqa: E402
+from inside import load_trained  # noqa: E402
 
 SAMPLING = {"dit": ("sample_steps",),
             "mar": ("sample_steps", "diffusion_steps", "temperature"),
@@ -36,30 +34,6 @@ ALLOWED = {"sample_steps": (int, lambda v: v >= 1, "a positive integer"),       
            "mixture_temperature": (float, lambda v: v >= 0, "a number >= 0"),
            "choice_temperature": (float, lambda v: v >= 0, "a number >= 0"),
            "unmask": (str, lambda v: v in ("confidence", "random"), "confidence or random")}
-
-
-def build(config):
-    """The model file, an empty EMA network shaped as the run's, and its tokenizer."""
-    module = importlib.import_module(config["model"])
-    shape = (config["width"], config["depth"], config["heads"])
-    if config["model"] in ("maskgit", "jepa_maskgit"):
-        tokens = data.load_tokenizer("codebook")
-        factors = (tokens.n_masks, tokens.n_colors) if config.get("factored_head") else None
-        return importlib.import_module("maskgit"), module.MaskGIT(tokens.vocab_size, *shape, factors=factors), tokens
-    tokens = module.Tokens(config["tokenizer"])
-    if config["model"] == "givt":
-        return module, module.GIVT(tokens.dim, config["components"], *shape), tokens
-    network = module.DiT if config["model"] == "dit" else module.MAR
-    return module, network(tokens.dim, *shape), tokens
-
-
-def load_trained(run):
-    """A run's checkpoint as its evaluations use it: (step, config, model file, EMA network, tokenizer)."""
-    state = torch.load(os.path.join(run, "ckpt.pt"), map_location="cpu", weights_only=True)
-    config = runs.with_flags_added_since(state["config"])
-    module, model, tokens = build(config)
-    model.load_state_dict(state["ema"])
-    return state["step"], config, module, model.eval(), tokens
 
 
 def parse_settings(model, pairs):
