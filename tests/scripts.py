@@ -1,19 +1,42 @@
-"""Running the generator scripts from the tests: through their command line (a subprocess)
-or, for flag refusals, through their own argument parsing in-process."""
+"""Running the generator scripts from the tests: through their command line (a subprocess),
+in this process through their main(argv) (what the command line calls, without the start-up
+of a new Python and its torch import), or, for flag refusals, through their own argument
+parsing in-process."""
+import contextlib
+import importlib
+import io
 import os
 import subprocess
 import sys
 
 import pytest
+import torch
+
+import runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8",
         "--device", "cpu", "--train-per-comp", "100"]
+ONCE = [*FAST, "--eval-every", "4"]                     # FAST's 4 steps, evaluated once, at the end
 
 
 def run(script, *args):
     return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
+
+
+def main(script, *args):
+    """The script's main(argv) in this process, for runs whose exit code and signals are not under
+    test; returns what it printed. The run plumbing's clock and torch's global random state are
+    put back afterwards, so that a run leaves nothing behind for the next test."""
+    module = importlib.import_module(script[:-3])
+    clock, printed = dict(runs._CLOCK), io.StringIO()
+    try:
+        with torch.random.fork_rng(devices=[]), contextlib.redirect_stdout(printed):
+            module.main([str(a) for a in args])
+    finally:
+        runs._CLOCK.update(clock)
+    return printed.getvalue()
 
 
 def refused(module, argv, capsys):

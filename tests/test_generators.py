@@ -1,4 +1,8 @@
-"""What every generator script owes the contract, tried through its command line."""
+"""What every generator script owes the contract, tried through its command line.
+
+A run that is killed or interrupted goes through the command line, a new Python; every other run
+calls the script's main(argv) in this process, as its command line does, sparing a start-up
+(a new Python and its torch import) where the exit of the process is not under test."""
 import importlib
 import json
 import os
@@ -7,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -15,22 +20,55 @@ import torch
 
 import runs
 import scripts
-from scripts import FAST, ROOT, run
+from scripts import FAST, ONCE, ROOT
 
-SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py"]
+SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py"]
+MASKED = ["maskgit.py", "jepa_maskgit.py", "givt.py", "mar.py"]            # the models with --mask-schedule
 IMPORTED = {name: importlib.import_module(name[:-3]) for name in SCRIPTS}
 EIGHT = ["--steps", "8", "--eval-every", "4", *FAST[4:]]                  # evaluations 4, 6, 8
-_FINISHED = {}
+_FINISHED, _KILLED = {}, {}
+
+
+def launch(script, *args, **streams):
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *map(str, args)], cwd=ROOT, **streams)
 
 
 def finished(script, tmp_path_factory):
-    """One real 8-step run per script through its command line, shared by the tests below."""
+    """One real 8-step run per script, shared by the tests below: (run folder, what it printed),
+    trained in this process by the script's main(argv), as its command line calls it. Beside it, at
+    the same time (the second core), the same command in a new Python, SIGKILLed once it has
+    checkpointed: killed(script)."""
     if script not in _FINISHED:
-        out = tmp_path_factory.mktemp(script[:-3]) / "run"
-        result = run(script, *EIGHT, "--out", str(out))
-        assert result.returncode == 0, result.stderr[-2000:]
-        _FINISHED[script] = out, result.stdout
+        folder = tmp_path_factory.mktemp(script[:-3])
+        out, broken = folder / "run", folder / "broken"
+        process = launch(script, *EIGHT, "--out", broken, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ended, stop = [], threading.Event()
+
+        def kill_once_checkpointed():
+            deadline = time.time() + 240
+            while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline \
+                    and not stop.is_set():
+                time.sleep(0.05)
+            ended.append(process.poll() is not None)
+            process.kill()
+            process.wait()
+        watcher = threading.Thread(target=kill_once_checkpointed)
+        watcher.start()
+        try:
+            printed = scripts.main(script, *EIGHT, "--out", out)
+        except BaseException:
+            stop.set()                                   # this run failed: no waiting on the other
+            raise
+        finally:
+            watcher.join()
+        _FINISHED[script], _KILLED[script] = (out, printed), (broken, ended[0])
     return _FINISHED[script]
+
+
+def killed(script, tmp_path_factory):
+    """The run beside finished(script)'s: (its folder, whether it ended before the kill)."""
+    finished(script, tmp_path_factory)
+    return _KILLED[script]
 
 
 def without_time(path):
@@ -67,23 +105,15 @@ def test_a_run_writes_every_file_of_the_contract(script, tmp_path_factory):
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path, tmp_path_factory):
+def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path_factory):
     """SIGKILL a real run once it has checkpointed, resume it, and compare with the unbroken
     run of the same seed: every evaluation the same, wall time aside."""
     whole, _ = finished(script, tmp_path_factory)
-    broken = tmp_path / "broken"
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, script), *EIGHT, "--out", str(broken)],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert process.poll() is None, "the run ended before it could be killed"
-    process.kill()
-    process.wait()
+    broken, ended = killed(script, tmp_path_factory)                      # SIGKILLed once it had checkpointed
+    assert not ended, "the run ended before it could be killed"
     steps_before = [json.loads(l)["step"] for l in open(broken / "metrics.jsonl")]
     assert steps_before and steps_before[-1] < 8                            # killed part-way
-    resumed = run(script, *EIGHT, "--out", str(broken), "--resume")
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    scripts.main(script, *EIGHT, "--out", broken, "--resume")
     a, b = without_time(whole / "metrics.jsonl"), without_time(broken / "metrics.jsonl")
     assert [m["step"] for m in a] == [m["step"] for m in b]
     for x, y in zip(a, b):
@@ -95,9 +125,8 @@ def test_resume_with_more_steps_extends_a_finished_run(tmp_path, tmp_path_factor
     (training does not depend on where the evaluations fall)."""
     whole, _ = finished("dit.py", tmp_path_factory)
     split = tmp_path / "split"
-    assert run("dit.py", "--steps", "4", *EIGHT[2:], "--out", str(split)).returncode == 0     # stop at 4
-    resumed = run("dit.py", "--steps", "6", *EIGHT[2:], "--out", str(split), "--resume")
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    scripts.main("dit.py", "--steps", "4", *EIGHT[2:], "--out", split)                      # stop at 4
+    scripts.main("dit.py", "--steps", "6", *EIGHT[2:], "--out", split, "--resume")
     a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
     b = without_time(split / "metrics.jsonl")
     assert [m["step"] for m in b] == [4, 6]
@@ -139,23 +168,53 @@ def test_the_masked_models_refuse_a_bad_schedule_or_mixture_temperature(script, 
     assert not (tmp_path / "x").exists()
 
 
+LINEAR = ["--mask-schedule", "linear"]
+RECIPE = ["--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01"]
+OWN = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", *LINEAR],   # each model's own
+       "maskgit.py": ["--label-smoothing", "0.1", *LINEAR], "givt.py": [*LINEAR, "--mixture-temperature", "0.5"],
+       "jepa_maskgit.py": ["--label-smoothing", "0.1", *LINEAR],
+       "ar.py": ["--head", "gmm", "--tokenizer", "codebook"]}                # finished() has the categorical head
+_RECIPE = {}
+
+
+def recipe(script, tmp_path_factory):
+    """One 4-step run per script in this process, evaluated once, with the recipe flags and the
+    model's own knobs away from their defaults, shared by the two tests below: (run folder, the
+    values the schedule (or tau) argument of each spied function took in it)."""
+    if script not in _RECIPE:
+        out, received = tmp_path_factory.mktemp(f"recipe-{script[:-3]}") / "run", {}
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            def spy(owner, name, position, keyword):
+                real = getattr(owner, name)
+
+                def recorded(*args, **kwargs):
+                    received.setdefault(name, set()).add(args[position] if len(args) > position else kwargs.get(keyword))
+                    return real(*args, **kwargs)
+                monkeypatch.setattr(owner, name, recorded)
+            if script in MASKED:
+                module = IMPORTED[script]
+                spy(module, "random_mask", 3, "schedule")               # training: jepa_maskgit.py's own import
+                spy(IMPORTED["maskgit.py" if script == "jepa_maskgit.py" else script], "remask_count", 4,
+                    "schedule")                                         # decoding
+                if script == "givt.py":
+                    spy(module, "choose_component", 1, "tau")
+            scripts.main(script, *ONCE, *RECIPE, *OWN[script], "--out", out)
+        _RECIPE[script] = out, received
+    return _RECIPE[script]
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_the_recipe_flags_reach_the_training_loop(script, tmp_path):
+def test_the_recipe_flags_reach_the_training_loop(script, tmp_path_factory):
     """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
-    out = tmp_path / "run"
-    linear = ["--mask-schedule", "linear"]                          # a model's own knobs, through too
-    own = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", *linear],
-           "maskgit.py": ["--label-smoothing", "0.1", *linear], "givt.py": linear,
-           "jepa_maskgit.py": ["--label-smoothing", "0.1", *linear]}.get(script, [])
-    result = run(script, *FAST, "--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01", *own,
-                 "--out", str(out))
-    assert result.returncode == 0, result.stderr[-2000:]
+    out, _ = recipe(script, tmp_path_factory)
     config = json.load(open(out / "config.json"))
     assert (config["data"], config["lr_schedule"], config["weight_decay"]) == ("fresh", "cosine", 0.01)
     if script in ("dit.py", "mar.py"):
         assert config["time_dist"] == "uniform"                      # not the default, logit-normal
-    if script != "dit.py":
+    if script in MASKED:
         assert config["mask_schedule"] == "linear"                   # not the default, cosine
+    if script == "ar.py":
+        assert (config["head"], config["tokenizer"]) == ("gmm", "codebook")
     group = torch.load(out / "ckpt.pt", weights_only=True)["optimizer"]["param_groups"][0]
     assert group["weight_decay"] == 0.01
     assert group["lr"] == pytest.approx(runs.learning_rate(config, 3)) and group["lr"] < 1e-3 / 200
@@ -199,36 +258,6 @@ def hear_ctrl_c():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_says_how_to_resume(tmp_path):
-    out = tmp_path / "run"
-    args = FAST[:1] + ["100000"] + FAST[2:]
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "dit.py"), *args, "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=hear_ctrl_c)
-    deadline = time.time() + 240
-    while not (out / "ckpt.pt").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 1 and f"continue with --resume --out {out}" in stderr, stderr[-500:]
-
-
-def test_cuda_asked_for_where_there_is_none(tmp_path, capsys):
-    if torch.cuda.is_available():
-        pytest.skip("this machine has cuda")
-    code, said = refused("dit.py", [*FAST, "--device", "cuda", "--out", str(tmp_path / "x")], capsys)
-    assert code == 1 and "--device cuda is not available here" in said
-
-
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
-    """In-process (the script's main, as its command line calls it), to spare a start-up."""
-    with pytest.raises(SystemExit) as exit:
-        IMPORTED[script].main([*FAST[:1], "40", *FAST[2:], "--lr", "1e38", "--out", str(tmp_path / "x")])
-    said = str(exit.value.code)
-    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", said), said[-500:]
-
-
 KILL_MID_WRITE = """
 import os, signal, sys, torch
 import data
@@ -249,44 +278,75 @@ dit.main(sys.argv[1:])
 """
 
 
-def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path, tmp_path_factory):
+@pytest.fixture(scope="module")
+def dit_broken_twice(tmp_path_factory):
+    """Two dit.py runs through the command line, started together (one per core): "ctrl-c", for the
+    test below to interrupt once it has checkpointed, and "mid-write" (KILL_MID_WRITE), which dies
+    in the middle of writing its second checkpoint: name -> (process, run folder, its stderr file)."""
+    folder, started = tmp_path_factory.mktemp("dit-broken"), {}
+    for name, argv, preexec in (("ctrl-c", [os.path.join(ROOT, "dit.py"), *FAST[:1], "100000", *FAST[2:]], hear_ctrl_c),
+                                ("mid-write", ["-c", KILL_MID_WRITE, *EIGHT], None)):
+        out, stderr = folder / name, open(folder / f"{name}.stderr", "w+")
+        process = subprocess.Popen([sys.executable, *argv, "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=stderr, text=True, preexec_fn=preexec)
+        started[name] = process, out, stderr
+    yield started
+    for process, _, stderr in started.values():
+        process.kill()
+        process.wait()
+        stderr.close()
+
+
+def written(file):
+    file.seek(0)
+    return file.read()
+
+
+def test_ctrl_c_says_how_to_resume(dit_broken_twice):
+    process, out, stderr = dit_broken_twice["ctrl-c"]
+    deadline = time.time() + 240
+    while not (out / "ckpt.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=60)
+    assert process.returncode == 1 and f"continue with --resume --out {out}" in written(stderr), written(stderr)[-500:]
+
+
+def test_cuda_asked_for_where_there_is_none(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has cuda")
+    code, said = refused("dit.py", [*FAST, "--device", "cuda", "--out", str(tmp_path / "x")], capsys)
+    assert code == 1 and "--device cuda is not available here" in said
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
+    """In-process (the script's main, as its command line calls it), to spare a start-up."""
+    with pytest.raises(SystemExit) as exit:
+        scripts.main(script, *FAST[:1], "40", *FAST[2:], "--lr", "1e38", "--out", tmp_path / "x")
+    said = str(exit.value.code)
+    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", said), said[-500:]
+
+
+def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path_factory, dit_broken_twice):
     """The process dies in the middle of writing its second checkpoint: the first stays whole,
     and resuming from it ends where an unbroken run stood at the same step."""
     whole, _ = finished("dit.py", tmp_path_factory)
-    broken = tmp_path / "broken"
-    killed = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *EIGHT, "--out", str(broken)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-1000:]
+    process, broken, stderr = dit_broken_twice["mid-write"]
+    process.wait(timeout=300)
+    assert process.returncode == -signal.SIGKILL, written(stderr)[-1000:]
     assert (broken / "ckpt.pt.tmp").read_bytes() == b"half a checkpoint"
     assert torch.load(broken / "ckpt.pt", weights_only=True)["step"] == 4           # the first, whole
-    resumed = run("dit.py", *EIGHT, "--out", str(broken), "--resume")
-    assert resumed.returncode == 0, resumed.stderr[-1000:]
+    scripts.main("dit.py", *EIGHT, "--out", broken, "--resume")
     assert not (broken / "ckpt.pt.tmp").exists()
     a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
     b = without_time(broken / "metrics.jsonl")
     assert [m["step"] for m in b] == [4, 6, 8] and [m["acc"] for m in b] == [a[step]["acc"] for step in (4, 6, 8)]
 
 
-@pytest.mark.parametrize("script", ["maskgit.py", "jepa_maskgit.py", "givt.py", "mar.py"])
-def test_the_mask_schedule_and_mixture_temperature_reach_training_and_sampling(script, tmp_path, monkeypatch):
+@pytest.mark.parametrize("script", MASKED)
+def test_the_mask_schedule_and_mixture_temperature_reach_training_and_sampling(script, tmp_path_factory):
     """Not only config.json: the masks drawn in training and the decoding counts get the schedule."""
-    module = importlib.import_module(script[:-3])
-    sampler = importlib.import_module("maskgit" if script == "jepa_maskgit.py" else script[:-3])
-    received = {}                                       # function -> the values its argument took
-
-    def spy(owner, name, position, keyword):
-        real = getattr(owner, name)
-
-        def recorded(*args, **kwargs):
-            received.setdefault(name, set()).add(args[position] if len(args) > position else kwargs.get(keyword))
-            return real(*args, **kwargs)
-        monkeypatch.setattr(owner, name, recorded)
-    spy(module, "random_mask", 3, "schedule")           # training: jepa_maskgit.py's own import
-    spy(sampler, "remask_count", 4, "schedule")         # decoding
-    extra = []
-    if script == "givt.py":
-        spy(module, "choose_component", 1, "tau")
-        extra = ["--mixture-temperature", "0.5"]
-    module.main([*FAST, "--mask-schedule", "linear", *extra, "--out", str(tmp_path / "run")])
+    _, received = recipe(script, tmp_path_factory)                  # --mask-schedule linear, givt's tau 0.5
     assert received["random_mask"] == {"linear"} and received["remask_count"] == {"linear"}
     assert received.get("choose_component") == ({0.5} if script == "givt.py" else None)

@@ -7,7 +7,7 @@ import data
 import jepa_maskgit
 import maskgit
 import scripts
-from scripts import FAST, run
+from scripts import FAST, ONCE
 
 
 def small(vocab=64):
@@ -51,11 +51,10 @@ def test_jepa_loss_falls_on_a_fixed_batch():
     assert np.mean(losses[-10:]) < 0.8 * np.mean(losses[:10])            # about 1.0 -> 0.65
 
 
-def test_weight_zero_trains_exactly_like_maskgit(tmp_path):
-    a = run("maskgit.py", *FAST, "--eval-every", "4", "--out", str(tmp_path / "a"))         # one evaluation, at 4
-    b = run("jepa_maskgit.py", *FAST, "--eval-every", "4", "--jepa-weight", "0", "--out", str(tmp_path / "b"))
-    assert a.returncode == 0 and b.returncode == 0, b.stderr[-1000:]
-    la = [json.loads(l) for l in open(tmp_path / "a" / "metrics.jsonl")]
+def test_weight_zero_trains_exactly_like_maskgit(tmp_path, tiny_run):
+    a = tiny_run("maskgit.py")                                       # 4 steps, one evaluation, at 4
+    scripts.main("jepa_maskgit.py", *ONCE, "--jepa-weight", "0", "--out", tmp_path / "b")
+    la = [json.loads(l) for l in open(a / "metrics.jsonl")]
     lb = [json.loads(l) for l in open(tmp_path / "b" / "metrics.jsonl")]
     assert [m["loss"] for m in la] == [m["loss"] for m in lb]
     assert [m["acc"] for m in la] == [m["acc"] for m in lb]
@@ -66,9 +65,8 @@ def test_target_changes_only_by_the_ema_rule(tmp_path):
     here only) step copies the model into it."""
     for momentum in ("1", "0"):
         out = tmp_path / momentum
-        result = run("jepa_maskgit.py", *FAST, "--steps", "1", "--eval-every", "1", "--jepa-momentum", momentum,
-                     "--out", str(out))
-        assert result.returncode == 0, result.stderr[-1000:]
+        scripts.main("jepa_maskgit.py", *FAST, "--steps", "1", "--eval-every", "1", "--jepa-momentum", momentum,
+                     "--out", out)
         state = torch.load(out / "ckpt.pt", weights_only=True)
         if momentum == "1":
             torch.manual_seed(0)

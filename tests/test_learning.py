@@ -1,7 +1,14 @@
 """Each generator learns something real: trained a few hundred steps on one seen composition
 (a red big circle) with a small backbone (width 64, depth 2), it draws that composition
 legibly, as the judge reads it. A broken loss, sampler or conditioning path fails this;
-a test of shapes does not."""
+a test of shapes does not.
+
+The cases train in two processes at once, one per core (each on one thread): half here, half
+in a second Python started beside (BESIDE); the same seeds, steps and samples either way."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -66,12 +73,66 @@ def red_and_sized(images):
     return (red >= 0.9) & (np.abs(bright.sum((1, 2)) / area - 1) <= 0.25)
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_small_generator_draws_the_composition_it_was_trained_on(name):
-    make, loss, sample, steps, reading = CASES[name]
+def draw(name):
+    """Train case `name` from seed 0 and draw its 16 samples: (images, bits)."""
+    make, loss, sample, steps, _ = CASES[name]
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
     images, bits = train_and_sample(make(), lambda m, i, v, p: loss(m, i, v, p, generator),
                                     lambda m, v, p: sample(m, v, p, generator), steps, generator)
+    return np.asarray(images), np.asarray(bits)
+
+
+BESIDE = ("dit", "mar")          # about half the training time (maskgit alone is the longest case)
+DRAW_BESIDE = """
+import sys
+import numpy as np
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import test_learning
+for name in sys.argv[4:]:
+    np.savez(f"{sys.argv[3]}/{name}.npz", *test_learning.draw(name))
+"""
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """name -> (images, bits) of every case; or what went wrong in drawing it."""
+    folder = tmp_path_factory.mktemp("learning")
+    here = os.path.dirname(os.path.abspath(__file__))
+    results = {}
+    with open(folder / "stderr", "w+") as stderr:
+        process = subprocess.Popen([sys.executable, "-c", DRAW_BESIDE, os.path.dirname(here), here, str(folder),
+                                    *BESIDE], stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            for name in CASES:
+                if name not in BESIDE:
+                    try:
+                        results[name] = draw(name)
+                    except Exception as error:                     # that case's test fails with it
+                        results[name] = error
+            process.wait(timeout=1200)
+        finally:
+            process.kill()                                         # if it is still running, something broke
+            process.wait()
+        stderr.seek(0)
+        said = stderr.read()
+    for name in BESIDE:
+        path = folder / f"{name}.npz"
+        if path.exists():
+            saved = np.load(path)
+            results[name] = saved["arr_0"], saved["arr_1"]
+        else:
+            results[name] = f"the second process drew no {name} (exit {process.returncode}):\n{said[-3000:]}"
+    return results
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_small_generator_draws_the_composition_it_was_trained_on(name, drawn):
+    *_, steps, reading = CASES[name]
+    if isinstance(drawn[name], Exception):
+        raise drawn[name]
+    if isinstance(drawn[name], str):
+        pytest.fail(drawn[name])
+    images, bits = drawn[name]
     right = probe.readings(images, bits)[reading] if reading != "red_and_sized" else red_and_sized(images)
     assert right.mean() >= 0.5, f"{name}: {reading} {100 * right.mean():.0f}% of 16 samples after {steps} steps"

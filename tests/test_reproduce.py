@@ -1,4 +1,7 @@
-"""tools/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume what is not."""
+"""tools/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume what is not.
+
+The suite is called in this process (its main(argv), as its command line does) where its exit on
+Ctrl-C is not under test; its runs are its own subprocesses either way."""
 import json
 import os
 import shutil
@@ -9,14 +12,19 @@ import time
 
 import pytest
 
+import scripts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tools", "reproduce.py")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 
 def suite(tmp_path, *flags):
-    return subprocess.run([sys.executable, SCRIPT, "--budget", "tiny", "--device", "cpu", "--workers", "2",
-                           "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results"), *flags],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    """tools/reproduce.py --budget tiny ... in this process: returns normally where the command
+    exits 0; its refusals and failures raise SystemExit, as they end the command."""
+    import reproduce
+    reproduce.main(["--budget", "tiny", "--device", "cpu", "--workers", "2", "--runs", str(tmp_path / "runs"),
+                    "--results", str(tmp_path / "results"), *map(str, flags)])
 
 
 def launches(folder):
@@ -27,15 +35,12 @@ def launches(folder):
 def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
     runs = tmp_path / "runs"
     # an interrupted run: its checkpoint stops at step 2 of the 3 the budget asks for
-    first = subprocess.run([sys.executable, os.path.join(ROOT, "dit.py"), "--steps", "2", "--eval-every", "2",
-                            "--samples-per-comp", "2", "--train-per-comp", "100", "--batch-size", "8",
-                            "--device", "cpu", "--seed", "0", "--tokenizer", "pca",
-                            "--out", str(runs / "dit-pca" / "seed0")], cwd=ROOT, capture_output=True, text=True)
-    assert first.returncode == 0, first.stderr[-1000:]
+    scripts.main("dit.py", "--steps", "2", "--eval-every", "2", "--samples-per-comp", "2", "--train-per-comp", "100",
+                 "--batch-size", "8", "--device", "cpu", "--seed", "0", "--tokenizer", "pca",
+                 "--out", runs / "dit-pca" / "seed0")
     step_two = json.loads((runs / "dit-pca" / "seed0" / "metrics.jsonl").read_text().splitlines()[0])
 
-    result = suite(tmp_path)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    suite(tmp_path)                                                     # raises if a run failed
     resumed = [json.loads(line) for line in (runs / "dit-pca" / "seed0" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in resumed] == [2, 3] and resumed[0] == step_two   # continued, not redone
     for name in ("maskgit", "givt", "mar", "dit", "jepa_maskgit", "maskgit-random", "dit-discrete-dropout",
@@ -59,29 +64,29 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
     (tmp_path / "results" / "ladder.png").unlink()
     for path in sorted((runs / "givt").rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
-    result = suite(tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
+    suite(tmp_path)
     assert launches(runs / "givt" / "seed0") == 1 and launches(runs / "dit" / "seed0") == 1
     assert launches(runs / "long" / "dit" / "seed0") == 1
     assert (tmp_path / "results" / "ladder.png").exists()
 
     # judged at an earlier evaluation, with one experiment's run missing: no reading is made up for it
     shutil.rmtree(runs / "dit-discrete")
-    result = suite(tmp_path, "--report-only", "--step", "2", "--results", str(tmp_path / "at2"))
-    assert result.returncode == 0, result.stderr[-2000:]
+    suite(tmp_path, "--report-only", "--step", "2", "--results", tmp_path / "at2")
     index = (tmp_path / "at2" / "README.md").read_text()
     assert "evaluation at step 2 (%" in index and "--report-only --step 2" in index
     assert "Not run yet: dit-discrete." in index and "## 1. The ladder" in index
     assert "novel-samples.png" not in index                     # samples are kept from the last evaluation only
 
 
-def test_bad_suite_flags(tmp_path):
-    result = suite(tmp_path, "--budget", "huge")
-    assert result.returncode == 2 and "invalid choice: 'huge'" in result.stderr
-    result = suite(tmp_path, "--workers", "0")
-    assert result.returncode == 2 and "--workers must be a positive integer, got 0" in result.stderr
-    result = suite(tmp_path, "--report-only", "--step", "-5")
-    assert result.returncode == 2 and "--step must be a positive integer, got -5" in result.stderr
+def test_bad_suite_flags(tmp_path, capsys):
+    for flags, message in ((["--budget", "huge"], "invalid choice: 'huge'"),
+                           (["--workers", "0"], "--workers must be a positive integer, got 0"),
+                           (["--report-only", "--step", "-5"], "--step must be a positive integer, got -5")):
+        with pytest.raises(SystemExit) as exit:
+            suite(tmp_path, *flags)
+        said = capsys.readouterr().err
+        assert exit.value.code == 2 and message in said, said[-500:]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
 
 
 def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
@@ -118,7 +123,7 @@ def test_the_rate_scan_launches_w_copies_and_sums_their_rates(tmp_path):
     (tmp_path / "fake_run.py").write_text(FAKE_RUN)
     fake.write_text(f"#!/bin/bash\nshift\nexec {sys.executable} {tmp_path / 'fake_run.py'} \"$@\"\n")
     fake.chmod(0o755)
-    environment = dict(os.environ, DEVICE="cpu", COUNTS="1 2", SECONDS_EACH="3", LOGS=str(tmp_path / "logs"),
+    environment = dict(os.environ, DEVICE="cpu", COUNTS="1 2", SECONDS_EACH="2", LOGS=str(tmp_path / "logs"),
                        PYTHON=str(fake))
     result = subprocess.run(["bash", os.path.join(ROOT, "tools", "rate_scan.sh")], env=environment,
                             capture_output=True, text=True, timeout=60)
@@ -128,9 +133,8 @@ def test_the_rate_scan_launches_w_copies_and_sums_their_rates(tmp_path):
 
 
 def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
     import collect
-    config = json.load(open(os.path.join(ROOT, "results", "default", "runs", "maskgit", "config.json")))
+    config = json.load(open(os.path.join(ROOT, "results", "ladder", "runs", "maskgit", "config.json")))
     assert collect.setting(config) == "maskgit.py"
     assert collect.setting({**config, "lr": 3e-4, "label_smoothing": 0.1}) == "maskgit.py --label-smoothing 0.1 --lr 0.0003"
     new = {"model": "dit", "cond": "continuous", "time_dist": "logit-normal"}
@@ -139,20 +143,16 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     # runs written before the flag existed have no time_dist: they drew t uniformly
     assert collect.setting({"model": "mar", "cond": "dropout"}) == "mar.py --cond dropout --time-dist uniform"
     # a model's own knobs and a longer run are settings of their own, not more seeds of the default
-    givt = json.load(open(os.path.join(ROOT, "results", "default", "runs", "givt", "config.json")))
+    givt = json.load(open(os.path.join(ROOT, "results", "ladder", "runs", "givt", "config.json")))
     assert collect.setting(givt) == "givt.py"
     assert collect.setting({**givt, "components": 16, "temperature": 0.0, "steps": 5000}) == \
         "givt.py --components 16 --steps 5000 --temperature 0.0"
     assert collect.setting({**givt, "mask_schedule": "linear"}) == "givt.py --mask-schedule linear"
 
 
-def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
+def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tiny_run, capsys):
     import noise_levels
-    from scripts import FAST, run
-    out = tmp_path / "dit"
-    assert run("dit.py", *FAST, "--out", str(out)).returncode == 0
+    out = tiny_run("dit.py")                                          # 4 steps, evaluated at 4
     step, time_dist, rows = noise_levels.errors(str(out), n=32)
     assert (step, time_dist) == (4, "logit-normal") and list(rows) == ["training", "fresh seen", "fresh 111"]
     for values in rows.values():
@@ -163,14 +163,10 @@ def test_noise_levels_reads_a_dit_checkpoint_at_every_level(tmp_path, capsys):
 
 @pytest.mark.parametrize("script, change", [("givt.py", "mixture_temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
                                             ("mar.py", "diffusion_steps=3")])
-def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsys, script, change):
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
+def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_run, capsys, script, change):
     import numpy as np
     import resample
-    from scripts import FAST, run
-    out = tmp_path / "run"
-    assert run(script, *FAST, "--out", str(out)).returncode == 0
+    out = tiny_run(script)                                            # 4 steps, evaluated at 4; only read here
     same, changed = tmp_path / "same", tmp_path / "changed"
     resample.main([str(out), "--out", str(same)])
     original, redrawn = np.load(out / "samples.npz"), np.load(same / "samples.npz")
@@ -197,18 +193,15 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, capsy
             resample.main([str(out), "--out", str(tmp_path / "x"), "--set", "unmask=confidance"])
 
 
-def test_givt_scales_reads_the_sigma_the_head_gives(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
+def test_givt_scales_reads_the_sigma_the_head_gives(tmp_path, tiny_run, capsys):
     import math
 
     import torch
 
     import givt
     import givt_scales
-    from scripts import FAST, run
     out = tmp_path / "givt"
-    assert run("givt.py", *FAST, "--out", str(out)).returncode == 0
+    shutil.copytree(tiny_run("givt.py"), out)                         # its checkpoint is changed below
     state = torch.load(out / "ckpt.pt", weights_only=True)
     k, dim = state["config"]["components"], 48
     for bias, sigma in ((0.0, math.log(2) + givt.SCALE_FLOOR), (-30.0, givt.SCALE_FLOOR)):

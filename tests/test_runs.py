@@ -13,6 +13,7 @@ import probe
 import runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 
 @pytest.fixture(scope="module")
@@ -57,32 +58,32 @@ def test_record_writes_the_run_files_and_keeps_every_evaluations_samples(tmp_pat
     assert metrics == lines[-1]
 
 
-def test_rejudge_reproduces_the_metrics_from_the_kept_samples(tmp_path, real):
+def test_rejudge_reproduces_the_metrics_from_the_kept_samples(tmp_path, real, capsys):
     images, bits, _ = real
     runs.record(str(tmp_path), 10, 0.7, images[::-1] * 0, bits[::-1], title="test")   # blank: all wrong
     runs.record(str(tmp_path), 20, 0.5, images, bits, title="test")
     before = runs.read_metrics(str(tmp_path))
     with open(tmp_path / "metrics.jsonl", "w") as f:                       # an older judge's numbers
         f.writelines(json.dumps(dict(m, acc={c: 0.5 for c in m["acc"]}, seen=0.5)) + "\n" for m in before)
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "probe.py"), "rejudge", str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
+    import rejudge
+    capsys.readouterr()
+    rejudge.main([str(tmp_path)])                                          # tools/rejudge.py, in this process
     assert runs.read_metrics(str(tmp_path)) == before
     assert before[0]["seen"] == 0 and before[1]["seen"] == 1.0
-    assert "step 20: seen 100.0" in result.stdout
+    assert "step 20: seen 100.0" in capsys.readouterr().out
 
 
 def test_rejudge_refuses_a_run_without_kept_samples(tmp_path):
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 5, "loss": 1.0}) + "\n")
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "probe.py"), "rejudge", str(tmp_path)],
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "rejudge.py"), str(tmp_path)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "no kept samples for steps [5]" in result.stderr
 
 
 def test_keep_checkpoints_keeps_each_evaluations_ema_network(tmp_path):
-    from scripts import FAST, run
+    from scripts import FAST, main
     out = tmp_path / "run"
-    assert run("dit.py", *FAST, "--keep-checkpoints", "--out", str(out)).returncode == 0
+    main("dit.py", *FAST, "--keep-checkpoints", "--out", out)              # in this process
     kept = sorted(os.listdir(out / "checkpoints"))
     assert kept == ["step_2.pt", "step_3.pt", "step_4.pt"]                 # evaluations at 2, 3 and 4
     last = torch.load(out / "checkpoints" / "step_4.pt", weights_only=True)
