@@ -34,7 +34,7 @@ where ours is a choice it says so):
             that factor (our rule). Jaccard |C_i & C_j| / |C_i | C_j| over factor pairs, and a
             weighted Jaccard sum(min(a_i, a_j)) / sum(max(a_i, a_j)) on the drops (>= 0).
   circuit ablation  The paper's Table 6: the colour circuit, then the shape circuit, ablated
-            together; the drop in colour and shape accuracy on level-2 (32 samples of 111).
+            together; the drop in colour and shape accuracy on level-2 (4 x 8 = 32 samples of 111).
 
 Sections: loading a run -> hooks (record and ablate) -> reach -> readout -> units and circuits -> main.
 """
@@ -391,7 +391,7 @@ def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, 
     states = layer_states(config, module, model, tokens, images, bits)
     return dict(result, attribution=drops, reach=reach(config, module, model, tokens, images, bits, trained_codes),
                 readout=readout(states, bits), readout_shuffled=readout(states[-1:], bits, shuffled=True)["input"],
-                circuit_ablation=circuit_ablation(config, module, model, tokens, sets, means))
+                circuit_ablation=circuit_ablation(config, module, model, tokens, sets, means, 4 * per_code))
 
 
 def summary(result):
@@ -414,19 +414,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a run folder (ckpt.pt, config and all)")
     parser.add_argument("--samples-per-comp", type=int, default=8, help="samples per composition for each ablation")
+    parser.add_argument("--images-per-comp", type=int, default=64, help="real images per composition for reach and readout")
     parser.add_argument("--zero-ablation", action="store_true", help="ablate to 0 instead of the mean")
     parser.add_argument("--over-training", action="store_true",
                         help="also the units and circuits at every kept checkpoint (checkpoints/step_N.pt)")
     args = parser.parse_args(argv)
-    if args.samples_per_comp < 1:
-        parser.error(f"--samples-per-comp must be a positive integer, got {args.samples_per_comp}")
+    for name in ("samples_per_comp", "images_per_comp"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if not os.path.isdir(args.run):
         parser.error(f"{args.run} is not a folder")
     kept = os.path.join(args.run, "checkpoints")
     steps = sorted(int(f[5:-3]) for f in os.listdir(kept)) if os.path.isdir(kept) else []
     if args.over_training and not steps:
         parser.error(f"--over-training: {kept} holds no checkpoints; train with --keep-checkpoints")
-    result = read(args.run, per_code=args.samples_per_comp, zero=args.zero_ablation)
+    result = read(args.run, per_code=args.samples_per_comp, zero=args.zero_ablation, images_per_code=args.images_per_comp)
     print(summary(result), flush=True)
     if args.over_training:
         result["over_training"] = [read(args.run, os.path.join("checkpoints", f"step_{step}.pt"), args.samples_per_comp,

@@ -119,14 +119,15 @@ def test_polysemanticity_and_overlap_on_hand_made_cases():
 
 
 def test_the_command_writes_every_reading(tmp_path, capsys):
-    from scripts import FAST, run
+    from scripts import FAST, main
     out = tmp_path / "run"
-    assert run("maskgit.py", *FAST, "--keep-checkpoints", "--out", str(out)).returncode == 0
-    inside.main([str(out), "--samples-per-comp", "1", "--over-training"])
+    main("maskgit.py", *FAST, "--width", "32", "--depth", "2", "--keep-checkpoints", "--out", out)
+    capsys.readouterr()
+    inside.main([str(out), "--samples-per-comp", "1", "--images-per-comp", "8", "--over-training"])
     result = json.load(open(out / "inside.json"))
     assert set(result) >= {"reach", "readout", "readout_shuffled", "attribution", "polysemanticity", "circuits",
                            "overlap", "circuit_ablation", "over_training"}
-    assert len(result["attribution"]) == 4 * 4 + 4 + 4                     # heads, MLPs, adaLN of 4 blocks
+    assert len(result["attribution"]) == 2 * 4 + 2 + 2                     # heads, MLPs, adaLN of 2 blocks
     assert [r["step"] for r in result["over_training"]] == [2, 3, 4]
     assert "maskgit at step 4" in capsys.readouterr().out
 

@@ -65,9 +65,8 @@ def test_a_pair_never_trained_together_gets_mass_when_each_part_was_trained():
 
 
 def test_the_flag_builds_the_factored_head(tmp_path):
-    from scripts import FAST, run
+    from scripts import ONCE, main
     out = tmp_path / "run"
-    result = run("maskgit.py", *FAST, "--factored-head", "--out", str(out))
-    assert result.returncode == 0, result.stderr[-1000:]
+    main("maskgit.py", *ONCE, "--factored-head", "--out", out)
     state = torch.load(out / "ckpt.pt", weights_only=True)
     assert state["ema"]["head.weight"].shape[0] == 1024 + 2 and state["config"]["factored_head"]
