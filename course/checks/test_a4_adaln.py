@@ -52,7 +52,7 @@ def test_the_zero_initialised_modulation_still_gets_a_gradient():
             if name in alive:
                 p -= 0.025 * p.grad.sign()
     assert not torch.allclose(block(x, c), x, atol=1e-4), \
-        "after one step of the zero-initialised parameters alone, the block must no longer be the identity"
+        "after one step of the zero-initialised parameters alone, the block must differ from the identity"
 
 
 def test_a_trained_block_mixes_tokens_and_listens_to_the_condition():
