@@ -106,3 +106,13 @@ def test_the_front_pages_line_references_point_at_their_functions():
         defines = re.compile(rf"\s*(def|class) {name}\b")
         actual = [i + 1 for i, text in enumerate(source) if defines.match(text)]
         assert int(line) in actual, f"README: {path}:{line} is not where {name} is defined; it is at {actual}"
+
+
+@pytest.mark.parametrize("table", sorted(glob.glob("results/*/inside.md", root_dir=ROOT)))
+def test_every_inside_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp_path):
+    import inside_summary
+    folder = os.path.dirname(table)
+    assert open(os.path.join(ROOT, table)).readline().startswith(f"Rebuilt by `python tools/inside_summary.py {folder}`")
+    copy = tmp_path / os.path.basename(folder)
+    shutil.copytree(os.path.join(ROOT, folder, "runs"), copy / "runs")
+    assert inside_summary.text(str(copy))[0] == open(os.path.join(ROOT, table)).read(), f"{table}: rebuild it"

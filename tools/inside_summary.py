@@ -1,0 +1,168 @@
+"""The inside study's tables and figures, from the inside.json each kept run holds.
+
+    python tools/inside_summary.py results/inside --add runs/ladder/maskgit ...   # keep runs (and inside.json)
+    python tools/inside_summary.py results/inside                                # rebuild from what is kept
+
+Reads results/<question>/runs/<name>/inside.json (written by `python inside.py RUN`) beside the
+run's config.json, groups runs by setting as tools/collect.py does (means over seeds), and
+writes inside.md (reach, readout by layer, units and circuits, the circuit ablation, over
+training), layers.png (the level-2 readout by layer) and attribution.png (each unit's drop per
+factor, seed 0 of each setting). --add copies the runs' files (collect's, and inside.json).
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import collect  # noqa: E402
+import runs  # noqa: E402
+
+FACTORS = ("shape", "color", "size")
+
+
+def load(folder):
+    """{setting: [inside.json of each seed]}, in collect's order."""
+    groups = collect.load(folder, None)
+    kept = {}
+    for setting, members in groups.items():
+        results = [json.load(open(os.path.join(folder, "runs", name, "inside.json"))) for name, _, _ in members
+                   if os.path.exists(os.path.join(folder, "runs", name, "inside.json"))]
+        if results:
+            kept[setting] = results
+    if not kept:
+        raise SystemExit(f"error: no run in {folder}/runs holds an inside.json; run python inside.py RUN first")
+    return kept
+
+
+def mean(values, scale=1.0, digits=1):
+    values = [v for v in values if v is not None and v == v]
+    if not values:
+        return "-"
+    values = scale * np.asarray(values, dtype=float)
+    text = f"{values.mean():.{digits}f}"
+    return text if len(values) == 1 else f"{text} ± {values.std():.{digits}f}"
+
+
+def reach_rows(kept):
+    rows = ["| setting | seeds | reading | trained code | untrained code | untrained share of positions |", "|---|---|---|---|---|---|"]
+    for setting, results in kept.items():
+        for name in [k for k, v in results[0]["reach"].items() if isinstance(v, dict)]:
+            scale, digits = (100, 2) if name.startswith(("p(", "mass")) else (1, 3)
+            unit = " (%)" if scale == 100 else ""
+            rows.append(f"| `{setting}` | {len(results)} | {name}{unit} | "
+                        + " | ".join(mean([r["reach"][name][split] for r in results], scale, digits)
+                                     for split in ("trained code", "untrained code"))
+                        + f" | {mean([r['reach']['untrained share of hidden positions'] for r in results], 100, 1)}% |")
+    return rows
+
+
+def readout_rows(kept):
+    layers = list(next(iter(kept.values()))[0]["readout"])
+    rows = ["| setting | factor | " + " | ".join(layers) + " | shuffled labels |", "|---|---|" + "---|" * (len(layers) + 1)]
+    for setting, results in kept.items():
+        for factor in FACTORS:
+            cells = [mean([r["readout"][layer][factor]["level2"] for r in results if layer in r["readout"]], 100, 0)
+                     for layer in layers]
+            control = mean([r["readout_shuffled"][factor]["level2"] for r in results], 100, 0)
+            rows.append(f"| `{setting}` | {factor} | " + " | ".join(cells) + f" | {control} |")
+    return rows
+
+
+def unit_rows(kept):
+    rows = ["| setting | seeds | accuracy (probe): shape / colour / size | polysemanticity, heads | polysemanticity, all units "
+            "| Jaccard, mean of pairs | weighted Jaccard | colour circuit: colour / shape drop | shape circuit: colour / shape drop |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for setting, results in kept.items():
+        accuracy = " / ".join(mean([r["accuracy"]["probe"][f] for r in results], 100, 0) for f in range(3))
+        poly = [mean([r["polysemanticity"]["probe"][group] for r in results], 1, 2) for group in ("heads", "units")]
+        jaccard = [mean([np.nanmean([p[kind] for p in r["overlap"].values()]) for r in results], 1, 2)
+                   for kind in ("jaccard", "weighted")]
+        drops = [" / ".join(mean([r["circuit_ablation"][c]["probe"][f] for r in results], 100, 1) for f in ("color", "shape"))
+                 for c in ("color circuit", "shape circuit")]
+        rows.append(f"| `{setting}` | {len(results)} | {accuracy} | " + " | ".join(poly + jaccard + drops) + " |")
+    return rows
+
+
+def over_training_rows(kept):
+    rows = ["| setting | step | polysemanticity, heads | polysemanticity, all units | Jaccard | weighted Jaccard |",
+            "|---|---|---|---|---|---|"]
+    for setting, results in kept.items():
+        steps = sorted({r["step"] for result in results for r in result.get("over_training", [])})
+        for step in steps:
+            at = [r for result in results for r in result.get("over_training", []) if r["step"] == step]
+            rows.append(f"| `{setting}` | {step} | "
+                        + " | ".join(mean([r["polysemanticity"]["probe"][g] for r in at], 1, 2) for g in ("heads", "units"))
+                        + " | " + " | ".join(mean([np.nanmean([p[k] for p in r["overlap"].values()]) for r in at], 1, 2)
+                                             for k in ("jaccard", "weighted")) + " |")
+    return rows
+
+
+def text(folder):
+    kept = load(folder)
+    lines = [f"Rebuilt by `python tools/inside_summary.py results/{os.path.basename(os.path.normpath(folder))}` from the "
+             "inside.json of each kept run (`python inside.py RUN`); mean ± std over seeds.", "",
+             "## Reach: the truth's score at hidden positions, by whether its code ever occurred in training", "",
+             *reach_rows(kept), "",
+             "## Readout by layer: a linear probe's accuracy on level-2 (%), trained on the seen compositions", "",
+             *readout_rows(kept), "",
+             "## Units and circuits (the probe's factor reading; drops in points)", "",
+             *unit_rows(kept), "",
+             "## Over training", "", *over_training_rows(kept), "",
+             "![the level-2 readout by layer](layers.png)", "", "![each unit's drop per factor](attribution.png)"]
+    return "\n".join(lines) + "\n", kept
+
+
+def draw(folder, kept):
+    plt = runs.pyplot()
+    fig, axes = plt.subplots(1, len(kept), figsize=(3 * len(kept), 2.8), sharey=True, squeeze=False)
+    for ax, (setting, results) in zip(axes[0], kept.items()):
+        layers = list(results[0]["readout"])
+        for factor, color in zip(FACTORS, ("tab:green", "tab:blue", "tab:orange")):
+            ax.plot(range(len(layers)), [100 * np.mean([r["readout"][l][factor]["level2"] for r in results]) for l in layers],
+                    marker="o", color=color, label=factor)
+        ax.set_xticks(range(len(layers)), [l.replace("block ", "b") for l in layers], fontsize=7)
+        ax.set_title(setting, fontsize=7)
+        ax.set_ylim(-3, 103)
+    axes[0][0].set_ylabel("level-2 read right (%)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, "layers.png"), dpi=110)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, len(kept), figsize=(2.2 * len(kept), 6), squeeze=False)
+    for ax, (setting, results) in zip(axes[0], kept.items()):
+        names = list(results[0]["attribution"])
+        a = 100 * np.array([results[0]["attribution"][n]["probe"] for n in names])
+        image = ax.imshow(a, cmap="RdBu_r", vmin=-50, vmax=50, aspect="auto")
+        ax.set_xticks(range(3), FACTORS, fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=5)
+        ax.set_title(setting, fontsize=7)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, label="drop in accuracy (points)")
+    fig.savefig(os.path.join(folder, "attribution.png"), dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", help="the results folder, results/<question>")
+    parser.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders (with inside.json) to keep first")
+    args = parser.parse_args(argv)
+    collect.add(args.folder, args.add)
+    for source in args.add:
+        if os.path.exists(os.path.join(source, "inside.json")):
+            shutil.copy(os.path.join(source, "inside.json"),
+                        os.path.join(args.folder, "runs", os.path.basename(os.path.normpath(source)), "inside.json"))
+    body, kept = text(args.folder)
+    draw(args.folder, kept)
+    with open(os.path.join(args.folder, "inside.md"), "w") as f:
+        f.write(body)
+    print(body, end="")
+
+
+if __name__ == "__main__":
+    main()
