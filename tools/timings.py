@@ -1,6 +1,6 @@
 """Where a default run's time goes: start-up, a training step, and each part of an evaluation.
 
-    python tools/timings.py                      # the five generators, 40 steps and one evaluation each
+    python tools/timings.py                      # every generator, 40 steps and one evaluation each
     python tools/timings.py dit mar --steps 60   # some of them
 
 Each generator runs through its own command line (`--steps N --eval-every N` in a temporary
@@ -29,7 +29,7 @@ import data  # noqa: E402
 import probe  # noqa: E402
 import runs  # noqa: E402
 
-GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit")
+GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")
 PARTS = ("training data", "sampling", "judge", "pictures", "kept samples", "checkpoint")
 
 
