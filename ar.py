@@ -36,7 +36,7 @@ MODEL = "ar"
 # -------------------------------------------------------------------------------- config
 def get_config(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=1e-3)
     parser.add_argument("--head", default="categorical", choices=("categorical", "gmm"),
                         help="the objective: cross-entropy over codebook ids, or a Gaussian mixture over vectors")
     parser.add_argument("--tokenizer", choices=("pixels", "codebook", "pca"),

@@ -29,7 +29,7 @@ MODEL = "maskgit"
 # -------------------------------------------------------------------------------- config
 def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=model)
+    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=model, lr=1e-3)
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
     parser.add_argument("--depth", type=int, default=4)     # the same in every generator
     parser.add_argument("--heads", type=int, default=4)

@@ -96,11 +96,12 @@ def resolve_device(name):
     return name
 
 
-def add_common_arguments(parser, steps, eval_every, model):
-    """The flags of the contract, the same in every generator."""
+def add_common_arguments(parser, steps, eval_every, model, lr):
+    """The flags of the contract, the same in every generator; the defaults of steps, the first
+    evaluation and the peak learning rate are the script's."""
     parser.add_argument("--steps", type=int, default=steps, help="training steps")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-3, help="peak AdamW learning rate")
+    parser.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)

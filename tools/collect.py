@@ -38,8 +38,9 @@ DEFAULTS = {   # every flag a setting is named by, at its default (not seed, out
     "label_smoothing": 0.0, "factored_head": False, "choice_temperature": 4.5, "jepa_weight": 0.6, "jepa_layers": [2, 3],
     "jepa_momentum": 0.996, "components": 8, "temperature": 1.0, "mixture_temperature": 1.0,
     "diffusion_steps": 25, "draws": 2, "time_dist": "logit-normal"}
-OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},
-                "givt": {"unmask": "random"}, "dit": {"sample_steps": 25}}   # where a script differs
+OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},   # where a script differs
+                "givt": {"unmask": "random"}, "dit": {"sample_steps": 25, "lr": 2e-3}, "mar": {"lr": 2e-3},
+                "ar": {"head": "categorical", "tokenizer": "codebook"}}
 
 
 def setting(config):
