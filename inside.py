@@ -417,7 +417,8 @@ def main(argv=None):
     parser.add_argument("--images-per-comp", type=int, default=64, help="real images per composition for reach and readout")
     parser.add_argument("--zero-ablation", action="store_true", help="ablate to 0 instead of the mean")
     parser.add_argument("--over-training", action="store_true",
-                        help="also the units and circuits at every kept checkpoint (checkpoints/step_N.pt)")
+                        help="also the units and circuits at every other kept checkpoint (checkpoints/step_N.pt), "
+                             "steps x2 apart, ending at the last")
     args = parser.parse_args(argv)
     for name in ("samples_per_comp", "images_per_comp"):
         if getattr(args, name) < 1:
@@ -425,7 +426,7 @@ def main(argv=None):
     if not os.path.isdir(args.run):
         parser.error(f"{args.run} is not a folder")
     kept = os.path.join(args.run, "checkpoints")
-    steps = sorted(int(f[5:-3]) for f in os.listdir(kept)) if os.path.isdir(kept) else []
+    steps = sorted(int(f[5:-3]) for f in os.listdir(kept))[::-1][::2][::-1] if os.path.isdir(kept) else []
     if args.over_training and not steps:
         parser.error(f"--over-training: {kept} holds no checkpoints; train with --keep-checkpoints")
     result = read(args.run, per_code=args.samples_per_comp, zero=args.zero_ablation, images_per_code=args.images_per_comp)

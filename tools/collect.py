@@ -174,11 +174,24 @@ def table(folder, groups, command):
     return "\n".join(lines) + "\n"
 
 
+def summary(groups):
+    """The front page's rows: per setting, the composed reading of each split, level-2's fidelity and
+    probe readings, and the share not legible (mean ± std over seeds)."""
+    rows = []
+    for name, members in groups.items():
+        finals = [history[-1] for _, _, history in members]
+        cells = [mean_std([f[split] for f in finals]) for split in ("seen", "level1", "level2")]
+        cells += [mean_std([f[key]["111"] for f in finals]) for key in ("fidelity", "probe_acc")]
+        rows.append(f"| `{name}` | {len(members)} | " + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} |")
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="the results folder, results/<question>")
     parser.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders to keep in it first")
     parser.add_argument("--clock", help="a kept run that had the machine to itself: its model's wall times")
+    parser.add_argument("--summary", action="store_true", help="also print the front page's rows")
     args = parser.parse_args(argv)
     add(args.folder, args.add)
     groups = load(args.folder, args.clock)
@@ -195,6 +208,8 @@ def main(argv=None):
     with open(os.path.join(args.folder, "table.md"), "w") as f:
         f.write(text)
     print(text, end="")
+    if args.summary:
+        print("\n".join(summary(groups)))
 
 
 if __name__ == "__main__":
