@@ -385,6 +385,9 @@ def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, 
                                 for group in ("heads", "units")} for reading in ("probe", "judge")})
     if not full:
         return result
+    at_step = [m for m in runs.read_metrics(run) if m["step"] == step]             # the run's own readings
+    if at_step:
+        result["readings"] = {key: at_step[0][key] for key in ("seen", "level1", "level2", "acc", "fidelity", "probe_acc")}
     images, bits = real_images(images_per_code)
     training = data.training_set(config["train_per_comp"])[0]              # fresh data: its first images
     trained_codes = torch.as_tensor(np.unique(data.load_tokenizer("codebook").encode(training)))

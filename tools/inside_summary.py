@@ -5,9 +5,10 @@
 
 Reads results/<question>/runs/<name>/inside.json (written by `python inside.py RUN`) beside the
 run's config.json, groups runs by setting as tools/collect.py does (means over seeds), and
-writes inside.md (reach, readout by layer, units and circuits, the circuit ablation, over
-training), layers.png (the level-2 readout by layer) and attribution.png (each unit's drop per
-factor, seed 0 of each setting). --add copies the runs' files (collect's, and inside.json).
+writes inside.md (the run's three readings, reach, readout by layer, units and circuits, the
+circuit ablation, over training), layers.png (the level-2 readout by layer) and
+attribution.png (each unit's drop per factor, seed 0 of each setting). --add copies a run's
+config.json and inside.json.
 """
 import argparse
 import json
@@ -27,17 +28,31 @@ FACTORS = ("shape", "color", "size")
 
 
 def load(folder):
-    """{setting: [inside.json of each seed]}, in collect's order."""
-    groups = collect.load(folder, None)
+    """{setting: [inside.json of each seed]}, settings in the ladder's order, seeds in order."""
+    root = os.path.join(folder, "runs")
+    members = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if os.path.exists(os.path.join(root, name, "inside.json")):
+            config = json.load(open(os.path.join(root, name, "config.json")))
+            members.append((collect.setting(config), config, json.load(open(os.path.join(root, name, "inside.json")))))
+    if not members:
+        raise SystemExit(f"error: no run in {root} holds an inside.json; run python inside.py RUN, then --add RUN")
+    order = lambda m: (collect.LADDER.index(m[1]["model"]), m[0] != f"{m[1]['model']}.py", m[0], m[1]["seed"])
     kept = {}
-    for setting, members in groups.items():
-        results = [json.load(open(os.path.join(folder, "runs", name, "inside.json"))) for name, _, _ in members
-                   if os.path.exists(os.path.join(folder, "runs", name, "inside.json"))]
-        if results:
-            kept[setting] = results
-    if not kept:
-        raise SystemExit(f"error: no run in {folder}/runs holds an inside.json; run python inside.py RUN first")
+    for setting, _, result in sorted(members, key=order):
+        kept.setdefault(setting, []).append(result)
     return kept
+
+
+def add(folder, sources):
+    """Keep each run's config.json and inside.json under folder/runs/<name>/."""
+    for source in sources:
+        if not os.path.exists(os.path.join(source, "inside.json")):
+            raise SystemExit(f"error: {source} holds no inside.json; run python inside.py {source} first")
+        kept = os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)))
+        os.makedirs(kept, exist_ok=True)
+        for name in ("config.json", "inside.json"):
+            shutil.copy(os.path.join(source, name), os.path.join(kept, name))
 
 
 def mean(values, scale=1.0, digits=1):
@@ -47,6 +62,16 @@ def mean(values, scale=1.0, digits=1):
     values = scale * np.asarray(values, dtype=float)
     text = f"{values.mean():.{digits}f}"
     return text if len(values) == 1 else f"{text} ± {values.std():.{digits}f}"
+
+
+def reading_rows(kept):
+    rows = ["| setting | seeds | seen | level-1 | level-2 | level-2 fidelity | level-2 probe |", "|---|---|---|---|---|---|---|"]
+    for setting, results in kept.items():
+        at = [r["readings"] for r in results if "readings" in r]
+        rows.append(f"| `{setting}` | {len(results)} | " + " | ".join(
+            [mean([a[split] for a in at], 100) for split in ("seen", "level1", "level2")]
+            + [mean([a[key]["111"] for a in at], 100) for key in ("fidelity", "probe_acc")]) + " |")
+    return rows
 
 
 def reach_rows(kept):
@@ -107,6 +132,8 @@ def text(folder):
     kept = load(folder)
     lines = [f"Rebuilt by `python tools/inside_summary.py results/{os.path.basename(os.path.normpath(folder))}` from the "
              "inside.json of each kept run (`python inside.py RUN`); mean ± std over seeds.", "",
+             "## The runs' own readings at the step read (composed %, and level-2's fidelity and probe)", "",
+             *reading_rows(kept), "",
              "## Reach: the truth's score at hidden positions, by whether its code ever occurred in training", "",
              *reach_rows(kept), "",
              "## Readout by layer: a linear probe's accuracy on level-2 (%), trained on the seen compositions", "",
@@ -152,11 +179,7 @@ def main(argv=None):
     parser.add_argument("folder", help="the results folder, results/<question>")
     parser.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders (with inside.json) to keep first")
     args = parser.parse_args(argv)
-    collect.add(args.folder, args.add)
-    for source in args.add:
-        if os.path.exists(os.path.join(source, "inside.json")):
-            shutil.copy(os.path.join(source, "inside.json"),
-                        os.path.join(args.folder, "runs", os.path.basename(os.path.normpath(source)), "inside.json"))
+    add(args.folder, args.add)
     body, kept = text(args.folder)
     draw(args.folder, kept)
     with open(os.path.join(args.folder, "inside.md"), "w") as f:
