@@ -200,7 +200,6 @@ def reach(config, module, model, tokens, images, bits, trained_codes, seed=0):
     unseen = ~torch.isin(codes, trained_codes)
     hidden = torch.rand(codes.shape, generator=g).argsort(1) < 32                      # half of each image
     values, present = data.conditioning(data.sample_latents(bits, np.random.default_rng(seed)), config["cond"], train=False)
-    novel = torch.as_tensor(np.isin([data.bits_to_code(b) for b in bits], data.SPLITS["seen"], invert=True))[:, None]
     scores = {}
     with torch.no_grad():
         if config["model"] in ("maskgit", "jepa_maskgit"):
@@ -229,8 +228,7 @@ def reach(config, module, model, tokens, images, bits, trained_codes, seed=0):
                 scores[f"x0 error at t={t}"] = error.mean(-1)
     where = hidden if config["model"] != "dit" else torch.ones_like(hidden)            # DiT hides by noise
     return {name: {split: float(score[where & mask].mean()) if (where & mask).any() else None
-                   for split, mask in (("trained code", ~unseen), ("untrained code", unseen),
-                                       ("untrained code, novel compositions", unseen & novel))}
+                   for split, mask in (("trained code", ~unseen), ("untrained code", unseen))}
             for name, score in scores.items()} | {"untrained share of hidden positions": float(unseen[where].float().mean())}
 
 
