@@ -39,7 +39,7 @@ DEFAULTS = {   # every flag a setting is named by, at its default (not seed, out
     "jepa_momentum": 0.996, "components": 8, "temperature": 1.0, "mixture_temperature": 1.0,
     "diffusion_steps": 25, "draws": 2, "time_dist": "logit-normal"}
 OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},   # where a script differs
-                "givt": {"unmask": "random"}, "dit": {"sample_steps": 25, "lr": 2e-3}, "mar": {"lr": 2e-3},
+                "givt": {"unmask": "random"}, "dit": {"sample_steps": 25, "lr": 2e-3},
                 "ar": {"head": "categorical", "tokenizer": "codebook"}}
 
 
