@@ -29,7 +29,7 @@ MODEL = "mar"
 # -------------------------------------------------------------------------------- config
 def get_config(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL)
+    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=1e-3)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
