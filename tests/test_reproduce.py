@@ -44,21 +44,22 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path):
     resumed = [json.loads(line) for line in (runs / "dit-pca" / "seed0" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in resumed] == [2, 3] and resumed[0] == step_two   # continued, not redone
     for name in ("maskgit", "givt", "mar", "dit", "jepa_maskgit", "maskgit-random", "dit-discrete-dropout",
-                 "mar-codebook"):
+                 "mar-codebook", "givt-codebook", "ar", "ar-gmm"):
         assert launches(runs / name / "seed0") == 1, name
     for name in ("maskgit", "givt", "mar", "dit"):                       # the time course: 3 -> 6 steps
         assert [m["step"] for m in map(json.loads, open(runs / "long" / name / "seed0" / "metrics.jsonl"))] \
             == [2, 3, 4, 6]
     results = tmp_path / "results"
-    for picture in ("ladder", "conditioning", "jepa", "order", "tokenizer", "time-course", "novel-samples"):
+    for picture in ("ladder", "conditioning", "jepa", "order", "tokenizer", "causal", "time-course", "novel-samples"):
         assert (results / f"{picture}.png").stat().st_size > 10_000, picture
     index = (results / "README.md").read_text()
     for heading in ("1. The ladder", "2. Conditioning", "3. The intervention", "4. MaskGIT's unmasking order",
-                    "5. The tokenizer", "6. Retrieval", "7. The time course", "8. Time to composition",
+                    "5. The tokenizer", "6. Causal order", "7. Retrieval", "8. The time course",
+                    "9. Time to composition",
                     "What the novel compositions look like"):
         assert f"## {heading}" in index, heading
     assert "| dit-discrete-dropout | `dit.py --cond discrete-dropout --steps 3` |" in index
-    assert "97.3 / 99.0 / 96.9" in index                                  # the paper beside ours
+    assert "97.3 / 99.0 / 96.9" in index and "90.2 / 64.1 / 46.9" in index  # the paper beside ours
 
     # again: nothing finished runs again; a deleted run alone is redone
     (tmp_path / "results" / "ladder.png").unlink()

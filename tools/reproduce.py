@@ -1,6 +1,7 @@
 """Every Shapes2D experiment in one command: the runs, then figures and tables beside the paper's.
 
     python tools/reproduce.py --budget quick   # short runs, the early stage: about an hour on 2 CPU cores
+    python tools/reproduce.py --budget default # each script's own budget, 3 seeds: half a day on 2 CPU cores
     python tools/reproduce.py --budget full    # the long runs the story needs: a day on a CPU, about
                                                  # 40 minutes on one H200 (eight runs share each GPU)
 
@@ -34,6 +35,8 @@ BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evalua
                  seeds=(0,)),                                        # the test of this script, not an experiment
     "quick": dict(steps=150, long_steps=1500, eval_every=50, samples_per_comp=16, train_per_comp=5000,
                   batch_size=64, seeds=(0, 1, 2)),
+    "default": dict(steps=2000, long_steps=8000, eval_every=250, samples_per_comp=32, train_per_comp=5000,
+                    batch_size=64, seeds=(0, 1, 2)),                  # what `python <script>` does
     "full": dict(steps=10000, long_steps=20000, eval_every=250, samples_per_comp=32, train_per_comp=5000,
                  batch_size=64, seeds=(0, 1, 2)),
 }
@@ -51,6 +54,10 @@ RUNS = {  # run name -> (script, its flags beyond the budget's)
     "dit-pca": ("dit.py", ["--tokenizer", "pca"]),
     "mar-codebook": ("mar.py", ["--tokenizer", "codebook"]),
     "mar-pca": ("mar.py", ["--tokenizer", "pca"]),
+    "givt-codebook": ("givt.py", ["--tokenizer", "codebook"]),
+    "givt-pca": ("givt.py", ["--tokenizer", "pca"]),
+    "ar": ("ar.py", ["--head", "categorical"]),
+    "ar-gmm": ("ar.py", ["--head", "gmm"]),
 }
 LADDER = ["maskgit", "givt", "mar", "dit"]
 # One of these small runs alone leaves a GPU mostly waiting: on an H200, dit.py trained at 41 steps/s alone,
@@ -66,7 +73,10 @@ PAPER = {
     "dit-discrete": "level-2 35-92%, about 53% at the end (Figure 4)",
     "dit-discrete-dropout": "level-2 about 0 (Figure 4)",
     "maskgit-random": "85.8 seen, 28.8 novel against 39.5 with confidence order (Table 3)",
+    "ar": "86.7 / 38.5 / 6.2 (Table 2)",
+    "ar-gmm": "90.2 / 64.1 / 46.9 (Table 2)",
 }
+TOKENIZERS = ["dit", "dit-codebook", "dit-pca", "mar", "mar-codebook", "mar-pca", "givt", "givt-codebook", "givt-pca"]
 
 
 # ------------------------------------------------------------------------------------ runs
@@ -252,13 +262,15 @@ def compare(experiment, novel, level2):
                 f"({change:+.1f}). The paper: random order lowers them (39.5 -> 28.8); here: "
                 f"{'the same' if change < 0 else 'not so'}.")
     if experiment == "tokenizer":
-        above = all(novel[n] > novel["maskgit"] for n in ("dit", "dit-codebook", "dit-pca", "mar", "mar-codebook",
-                                                          "mar-pca"))
+        above = all(novel[n] > novel["maskgit"] for n in TOKENIZERS)
         return ("Novel compositions of the continuous models on each tokenizer: "
-                + ", ".join(f"{n} {novel[n]:.1f}" for n in ("dit", "dit-codebook", "dit-pca", "mar",
-                                                           "mar-codebook", "mar-pca"))
+                + ", ".join(f"{n} {novel[n]:.1f}" for n in TOKENIZERS)
                 + f"; MaskGIT {novel['maskgit']:.1f}. The paper: the objective decides, not the tokenizer; here: "
                 + ("every tokenizer above MaskGIT." if above else "not every tokenizer above MaskGIT."))
+    if experiment == "causal":
+        return (f"Level-2: categorical head {level2['ar']:.1f}, mixture head {level2['ar-gmm']:.1f}. The paper: "
+                f"6.2 against 46.9, the mixture above; here: "
+                f"{'the same' if level2['ar-gmm'] > level2['ar'] else 'not so'}.")
     return ""
 
 
@@ -365,8 +377,8 @@ def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None)
          ["dit", "dit-dropout", "dit-discrete", "dit-discrete-dropout"]),
         ("jepa", "3. The intervention: JEPA-MaskGIT (Figure 6)", ["maskgit", "jepa_maskgit"]),
         ("order", "4. MaskGIT's unmasking order (Table 3)", ["maskgit", "maskgit-random"]),
-        ("tokenizer", "5. The tokenizer, DiT and MAR (Figures 2 and 7)",
-         ["dit", "dit-codebook", "dit-pca", "mar", "mar-codebook", "mar-pca"]),
+        ("tokenizer", "5. The tokenizer, DiT, MAR and GIVT (Figures 2 and 7)", TOKENIZERS),
+        ("causal", "6. Causal order: a categorical and a mixture head (Table 2)", ["ar", "ar-gmm"]),
     ]
     index = [f"# Shapes2D, `--budget {budget_name}`", "",
              f"Written by `{command_line or f'python tools/reproduce.py --budget {budget_name}'}`: "
@@ -383,7 +395,7 @@ def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None)
         draw_curves(os.path.join(out_dir, f"{key}.png"), runs_dir, names, seeds, title)
         index += [f"## {title}", "", f"![{key}]({key}.png)", "", *table(runs_dir, names, seeds, budget, step=step), "",
                   reading(key, names, runs_dir, seeds, step), ""]
-    index += ["## 6. Retrieval accuracy (Table 9)", "",
+    index += ["## 7. Retrieval accuracy (Table 9)", "",
               *table(runs_dir, ["dit", "maskgit", "jepa_maskgit"], seeds, budget,
                      columns=("retrieval_1nn", "retrieval_5nn"), paper=False, step=step),
               "", "The paper (Table 9, 1-NN / 5-NN): DiT 27 / 36, MaskGIT 21 / 16, MaskGIT + JEPA 31 / 27.", ""]
@@ -394,11 +406,11 @@ def report(runs_dir, out_dir, budget, budget_name, step=None, command_line=None)
     if any(runs.read_metrics(os.path.join(runs_dir, "long", n, "seed0")) for n in LADDER):
         rows, line = time_course(runs_dir)
         draw_curves(os.path.join(out_dir, "time-course.png"), os.path.join(runs_dir, "long"), LADDER, [0],
-                    f"7. The time course: {budget['long_steps']} steps, seed 0")
-        index += [f"## 7. The time course ({budget['long_steps']} steps, seed 0)", "",
+                    f"8. The time course: {budget['long_steps']} steps, seed 0")
+        index += [f"## 8. The time course ({budget['long_steps']} steps, seed 0)", "",
                   "![time course](time-course.png)",
                   "", *rows, "", line, ""]
-    index += ["## 8. Time to composition", "", *time_to_composition(runs_dir, seeds), ""]
+    index += ["## 9. Time to composition", "", *time_to_composition(runs_dir, seeds), ""]
     walls = [float(x) for root, _, files in os.walk(runs_dir) if "wall_seconds.txt" in files
              for x in open(os.path.join(root, "wall_seconds.txt")).read().split()]
     devices = sorted({json.load(open(os.path.join(root, "config.json")))["device"]
