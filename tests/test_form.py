@@ -116,3 +116,12 @@ def test_every_inside_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp
     copy = tmp_path / os.path.basename(folder)
     shutil.copytree(os.path.join(ROOT, folder, "runs"), copy / "runs")
     assert inside_summary.text(str(copy))[0] == open(os.path.join(ROOT, table)).read(), f"{table}: rebuild it"
+
+
+def test_the_front_pages_result_table_is_the_ladders():
+    """Every row `python tools/collect.py results/ladder --summary` prints is on the front page."""
+    import collect
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    rows = collect.summary(collect.load(os.path.join(ROOT, "results", "ladder"), None))
+    missing = [row for row in rows if row[:-1] not in readme]
+    assert not missing, f"README's result table is stale; these rows are not on it: {missing}"
