@@ -48,8 +48,8 @@ def setting(config):
     the defaults the scripts print (seed, folder and device left out)."""
     defaults = {**DEFAULTS, **OWN_DEFAULTS.get(config["model"], {})}
     config = runs.with_flags_added_since(config)
-    flags = [f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
-             for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
+    value = lambda v: "" if v is True else " " + (",".join(map(str, v)) if isinstance(v, list) else str(v))
+    flags = [f"--{k.replace('_', '-')}{value(v)}" for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
     name = " ".join([f"{config['model']}.py", *flags])
     return f"{name} (resampled)" if "resampled_from" in config else name   # tools/resample.py
 
