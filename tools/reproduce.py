@@ -1,9 +1,9 @@
 """Every Shapes2D experiment in one command: the runs, then figures and tables beside the paper's.
 
-    python tools/reproduce.py --budget quick   # short runs, the early stage: about an hour on 2 CPU cores
+    python tools/reproduce.py --budget quick   # short runs, the early stage: over an hour on 2 CPU cores
     python tools/reproduce.py --budget default # each script's own budget, 3 seeds: half a day on 2 CPU cores
-    python tools/reproduce.py --budget full    # the long runs the story needs: a day on a CPU, about
-                                                 # 40 minutes on one H200 (eight runs share each GPU)
+    python tools/reproduce.py --budget full    # the long runs the story needs: days on a CPU, under
+                                                 # an hour on one H200 (eight runs share each GPU)
 
 Each run is a generator's own command line, in runs/suite-<budget>/<run>/seed<k>. Re-running the
 command skips finished runs and resumes interrupted ones; --report-only redraws the figures and
