@@ -161,14 +161,16 @@ def draw(folder, kept):
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "layers.png"), dpi=110)
     plt.close(fig)
-    fig, axes = plt.subplots(1, len(kept), figsize=(2.2 * len(kept), 6), squeeze=False)
-    for ax, (setting, results) in zip(axes[0], kept.items()):
+    fig, axes = plt.subplots(1, len(kept), figsize=(1.6 * len(kept) + 1.6, 6), sharey=True, squeeze=False)
+    for i, (ax, (setting, results)) in enumerate(zip(axes[0], kept.items())):
         names = list(results[0]["attribution"])
         a = 100 * np.array([results[0]["attribution"][n]["probe"] for n in names])
         image = ax.imshow(a, cmap="RdBu_r", vmin=-50, vmax=50, aspect="auto")
-        ax.set_xticks(range(3), FACTORS, fontsize=7)
-        ax.set_yticks(range(len(names)), names, fontsize=5)
-        ax.set_title(setting, fontsize=7)
+        ax.set_xticks(range(3), FACTORS, fontsize=7, rotation=90)
+        ax.set_yticks(range(len(names)), names, fontsize=6)
+        ax.tick_params(axis="y", labelleft=i == 0)                   # one column of unit names, at the left
+        ax.set_title(setting.replace(" --", "\n--"), fontsize=7)
+    fig.subplots_adjust(left=0.8 / (1.6 * len(kept) + 1.6) * 2, right=0.8, wspace=0.08)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, label="drop in accuracy (points)")
     fig.savefig(os.path.join(folder, "attribution.png"), dpi=110)
     plt.close(fig)
