@@ -77,15 +77,20 @@ def build(config):
     return module, (module.DiT if config["model"] == "dit" else module.MAR)(tokens.dim, *shape), tokens
 
 
-def load_trained(run, checkpoint="ckpt.pt"):
+GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")
+
+
+def load_trained(run, checkpoint="ckpt.pt", models=GENERATORS):
     """A run's EMA network as its evaluations use it: (step, config, model file, network, tokens)."""
     path = os.path.join(run, checkpoint)
     if not os.path.exists(path):
         raise SystemExit(f"error: {run} holds no {checkpoint}; give a run folder of a finished or running run")
     state = torch.load(path, map_location="cpu", weights_only=True)
     config = runs.with_flags_added_since(state["config"])
-    if config.get("model") not in ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar"):
+    if config.get("model") not in GENERATORS:
         raise SystemExit(f"error: {path} was written by {config.get('model')!r}, not a generator of this repository")
+    if config["model"] not in models:
+        raise SystemExit(f"error: {run} is a run of {config['model']}.py; this reads runs of {', '.join(models)}")
     module, model, tokens = build(config)
     model.load_state_dict(state["ema"])
     return state["step"], config, module, model.eval(), tokens
@@ -373,7 +378,8 @@ def circuit_ablation(config, module, model, tokens, sets, means, n=32):
 # -------------------------------------------------------------------------------------- main
 def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, full=True):
     """Every reading of one checkpoint (what inside.json holds); full=False: the units and circuits only."""
-    step, config, module, model, tokens = load_trained(run, checkpoint)
+    # not ar.py: every reading here hides tokens or adds noise, and a causal model does neither
+    step, config, module, model, tokens = load_trained(run, checkpoint, GENERATORS[:-1])
     torch.manual_seed(0)
     base, drops, means = attribution(config, module, model, tokens, per_code, zero)
     sets, pairs = circuits({name: d["probe"] for name, d in drops.items()})

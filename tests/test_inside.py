@@ -139,6 +139,9 @@ def test_bad_input_is_refused(tmp_path, capsys):
     torch.save(dict(config=dict(model="gan"), ema={}, step=1), tmp_path / "ckpt.pt")
     with pytest.raises(SystemExit, match="'gan', not a generator"):
         inside.main([str(tmp_path)])
+    torch.save(dict(config=dict(model="ar"), ema={}, step=1), tmp_path / "ckpt.pt")
+    with pytest.raises(SystemExit, match="is a run of ar.py"):
+        inside.main([str(tmp_path)])
     with pytest.raises(SystemExit):
         inside.main([str(tmp_path / "missing")])
     assert "is not a folder" in capsys.readouterr().err
