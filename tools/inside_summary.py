@@ -7,8 +7,8 @@ Reads results/<question>/runs/<name>/inside.json (written by `python inside.py R
 run's config.json, groups runs by setting as tools/collect.py does (means over seeds), and
 writes inside.md (the run's three readings, reach, readout by layer, units and circuits, the
 circuit ablation, over training), layers.png (the level-2 readout by layer) and
-attribution.png (each unit's drop per factor, seed 0 of each setting). --add copies a run's
-config.json and inside.json.
+attribution.png (each unit's drop per factor, seed 0 of each setting). --add keeps a run's
+files as tools/collect.py does, and its inside.json.
 """
 import argparse
 import json
@@ -28,31 +28,27 @@ FACTORS = ("shape", "color", "size")
 
 
 def load(folder):
-    """{setting: [inside.json of each seed]}, settings in the ladder's order, seeds in order."""
-    root = os.path.join(folder, "runs")
-    members = []
-    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if os.path.exists(os.path.join(root, name, "inside.json")):
-            config = json.load(open(os.path.join(root, name, "config.json")))
-            members.append((collect.setting(config), config, json.load(open(os.path.join(root, name, "inside.json")))))
-    if not members:
-        raise SystemExit(f"error: no run in {root} holds an inside.json; run python inside.py RUN, then --add RUN")
-    order = lambda m: (collect.LADDER.index(m[1]["model"]), m[0] != f"{m[1]['model']}.py", m[0], m[1]["seed"])
+    """{setting: [inside.json of each seed]}, in collect's order (the ladder's, then seeds)."""
     kept = {}
-    for setting, _, result in sorted(members, key=order):
-        kept.setdefault(setting, []).append(result)
+    for setting, members in collect.load(folder, None).items():
+        results = [json.load(open(os.path.join(folder, "runs", name, "inside.json"))) for name, _, _ in members
+                   if os.path.exists(os.path.join(folder, "runs", name, "inside.json"))]
+        if results:
+            kept[setting] = results
+    if not kept:
+        raise SystemExit(f"error: no run in {folder}/runs holds an inside.json; run python inside.py RUN, then --add RUN")
     return kept
 
 
 def add(folder, sources):
-    """Keep each run's config.json and inside.json under folder/runs/<name>/."""
+    """Keep each run as collect.py does (config, metrics, final samples), and its inside.json."""
+    missing = [source for source in sources if not os.path.exists(os.path.join(source, "inside.json"))]
+    if missing:
+        raise SystemExit(f"error: {missing[0]} holds no inside.json; run python inside.py {missing[0]} first")
+    collect.add(folder, sources)
     for source in sources:
-        if not os.path.exists(os.path.join(source, "inside.json")):
-            raise SystemExit(f"error: {source} holds no inside.json; run python inside.py {source} first")
-        kept = os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)))
-        os.makedirs(kept, exist_ok=True)
-        for name in ("config.json", "inside.json"):
-            shutil.copy(os.path.join(source, name), os.path.join(kept, name))
+        shutil.copy(os.path.join(source, "inside.json"),
+                    os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)), "inside.json"))
 
 
 def mean(values, scale=1.0, digits=1):
