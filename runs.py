@@ -8,6 +8,8 @@ A generator calls, in order:
 import json
 import math
 import os
+import platform
+import subprocess
 import time
 
 import numpy as np
@@ -16,6 +18,10 @@ import torch
 import data
 import probe
 
+# The training settings that are constants in the code, the same in every generator; config.json keeps them.
+CONSTANTS = dict(warm_up_steps=200, adamw_betas=[0.9, 0.99], grad_clip_norm=1.0,
+                 ema_decay="min(0.999, (1 + step) / (10 + step))", patch_size=4,
+                 logit_normal_t="sigmoid(0.8 n + 0.8), n ~ N(0, 1) (dit.py, mar.py with --time-dist logit-normal)")
 SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
 _CLOCK = {"start": time.time(), "before": 0.0}      # wall time of the run, resumed runs included
 
@@ -145,8 +151,27 @@ def start_run(parser, args, model):
         check_resumable(args.out, model, config)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
+        json.dump(dict(config, provenance=provenance(args.device), constants=CONSTANTS), f, indent=2)
     return config
+
+
+def provenance(device):
+    """What a number depends on beyond the flags: the code's commit, the libraries, the threads and
+    the hardware (two runs with the same flags can differ in the last bits across any of these)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True).stdout.strip()
+    try:
+        commit, changes = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
+    except OSError:                                      # no git here: say so rather than guess
+        commit, changes = "unknown", ""
+    cpu = platform.processor() or platform.machine()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    return dict(commit=commit or "unknown", uncommitted_changes=bool(changes), torch=torch.__version__,
+                numpy=np.__version__, python=platform.python_version(), threads=torch.get_num_threads(),
+                omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpu=cpu, cpu_count=os.cpu_count(),
+                gpu=torch.cuda.get_device_name() if device == "cuda" else None)
 
 
 def evaluation_steps(steps, first):
