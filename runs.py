@@ -217,30 +217,6 @@ def record(out, step, loss, images, factors, title):
     return metrics
 
 
-def rejudge(out):
-    """Recompute every reading of a run from its kept samples (samples/step_N.npz); loss is kept."""
-    old = {m["step"]: m for m in read_metrics(out)}
-    if not old:
-        raise SystemExit(f"error: {out} holds no metrics.jsonl to rejudge")
-    missing = [step for step in old if not os.path.exists(os.path.join(out, "samples", f"step_{step}.npz"))]
-    if missing:
-        raise SystemExit(f"error: {out} has no kept samples for steps {missing}; run it again to rejudge it")
-    history = []
-    for step in sorted(old):
-        saved = np.load(os.path.join(out, "samples", f"step_{step}.npz"))
-        kept = {key: old[step][key] for key in ("loss", "seconds") if key in old[step]}
-        history.append(dict(step=step, **kept, **probe.evaluate(saved["images"], saved["factors"])))
-    temporary = os.path.join(out, "metrics.jsonl.tmp")
-    with open(temporary, "w") as f:
-        f.writelines(json.dumps(m) + "\n" for m in history)
-    os.replace(temporary, os.path.join(out, "metrics.jsonl"))
-    title = os.path.basename(os.path.normpath(out))
-    save_samples_png(os.path.join(out, "samples.png"), saved["images"], saved["factors"],
-                     title=f"{title}, step {history[-1]['step']}")
-    save_curves_png(os.path.join(out, "curves.png"), history, title=title)
-    return history
-
-
 def check_finite(loss, step, out):
     """Stop at once on a non-finite loss, saying where the last good checkpoint is."""
     if not torch.isfinite(loss):
@@ -319,7 +295,7 @@ def report(metrics):
     for code in data.COMPOSITIONS:
         print(f"{code:>5}  {probe.describe(code):<20} {data.split_of(code):<7} {100 * metrics['acc'][code]:7.1f}% "
               f"{100 * metrics['fidelity'][code]:7.1f}% {100 * metrics['probe_acc'][code]:5.1f}%")
-    for name, reading in (("fidelity", "fidelity"), ("probe alone", "probe_acc")):
+    for name, reading in (("fidelity", "fidelity"), ("probe (the study's)", "probe_acc")):
         means = probe.split_means(metrics[reading])
         print(f"{name}: seen {100 * means['seen']:.1f} | level-1 {100 * means['level1']:.1f} | "
               f"level-2 {100 * means['level2']:.1f}")

@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 import data
 import probe
@@ -54,9 +55,50 @@ def test_each_factor_is_read_from_the_drawing(real):
         assert probe.readings(images, asked)["composed"].mean() <= 0.01, data.FACTORS[factor]
 
 
-def test_probe_alone_reads_factors(real):
+def test_the_factor_reader_reads_factors(real):
     images, bits, _ = real
     assert (probe.load_probe().predict(images) == bits).all(1).mean() >= 0.99
+
+
+def test_the_study_probe_reads_each_factor_of_real_images(real):
+    """The paper's probe on held-out real images: >= 99% per factor, as the study's is."""
+    images, bits, _ = real
+    right = probe.load_probe("study").predict(images) == bits
+    assert right.mean(0).min() >= 0.99, right.mean(0)
+
+
+def test_the_study_probe_reads_raw_pixels_not_centred_ones(real):
+    """A probe on raw pixels sees where the object is: moving every object by 3 pixels changes its
+    logits; the factor reader, which centres each image first, gives the same ones."""
+    images, _, _ = real
+    moved = np.roll(images[:20], 3, axis=2)
+    study, reader = probe.load_probe("study"), probe.load_probe("reader")
+    with torch.no_grad():
+        assert (study(probe.raw_pixels(images[:20])) - study(probe.raw_pixels(moved))).abs().max() > 0.1
+        assert torch.allclose(reader(probe.features(images[:20])), reader(probe.features(moved)), atol=1e-4)
+
+
+def test_probe_accuracy_is_the_product_of_the_per_factor_accuracies():
+    """Half the samples right on shape only, half right on colour only, size always right: no sample
+    has all three right, yet the study's reading is 0.5 x 0.5 x 1 = 0.25."""
+    right = np.array([[1, 0, 1], [0, 1, 1]] * 8, dtype=bool)
+    assert probe.probe_accuracy(right) == pytest.approx(0.25)
+    assert probe.probe_accuracy(np.ones((5, 3), bool)) == 1.0
+    assert probe.probe_accuracy(np.array([[1, 1, 0]] * 4, bool)) == 0.0
+
+
+def test_evaluate_reports_the_product_rule(real):
+    """Ask for the right shape and size but the wrong colour on half of 000's images: the study's
+    probe then reads colour right on half of them, so probe_acc is about 0.5, not the share with
+    all three right of the other readings' kind."""
+    images, bits, _ = real
+    keep = (bits == [0, 0, 0]).all(1)
+    asked = bits[keep].copy()
+    asked[::2, 1] = 1                                              # colour wrong on every other one
+    result = probe.evaluate(images[keep], asked)
+    by_hand = probe.load_probe("study").predict(images[keep]) == asked
+    assert set(result["probe_acc"]) == {"000", "010"}
+    assert result["probe_acc"]["000"] == pytest.approx(probe.probe_accuracy(by_hand[(asked == [0, 0, 0]).all(1)]))
 
 
 def test_a_wobbly_triangle_is_composed_but_not_precise():

@@ -1,24 +1,66 @@
-"""Judge a run's kept samples again: every evaluation's readings, recomputed with probe.py as it stands.
+"""Judge a run's kept samples again, with probe.py as it stands.
 
-    python tools/rejudge.py runs/dit runs/dit-seed1 ...
+    python tools/rejudge.py runs/dit runs/dit-seed1 ...          # a run folder: every evaluation
+    python tools/rejudge.py results/ladder/runs/*                # a kept run: its last evaluation
 
-Each evaluation keeps its samples (samples/step_N.npz), so a changed judge re-reads a run
-without training it again; metrics.jsonl (the loss and wall times kept), samples.png and
-curves.png are rewritten.
+A run folder keeps every evaluation's samples (samples/step_N.npz), so each evaluation's
+readings are recomputed. A run kept under results/ keeps only its last samples (samples.npz):
+that evaluation is recomputed, and an earlier evaluation keeps its composed and fidelity
+readings but loses its probe reading (made by whichever probe was current then, it cannot
+be read again). metrics.jsonl keeps the loss and wall times; samples.png and curves.png are redrawn
+where the run keeps them.
 """
 import argparse
+import json
 import os
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import probe  # noqa: E402
 import runs  # noqa: E402
+
+KEPT = ("loss", "seconds")                 # what a judge does not compute
+
+
+def rejudge(out):
+    """Recompute the readings of a run's evaluations from its kept samples; returns the history."""
+    old = runs.read_metrics(out)
+    if not old:
+        raise SystemExit(f"error: {out} holds no metrics.jsonl to rejudge")
+    steps = [m["step"] for m in old]
+    per_step = {s: os.path.join(out, "samples", f"step_{s}.npz") for s in steps}
+    missing = [s for s in steps if not os.path.exists(per_step[s])]
+    if missing and not os.path.exists(os.path.join(out, "samples.npz")):
+        raise SystemExit(f"error: {out} has no kept samples for steps {missing}; run it again to rejudge it")
+    if missing:                                      # a kept run: its last evaluation only
+        per_step = {steps[-1]: os.path.join(out, "samples.npz")}
+    history = []
+    for m in old:
+        if m["step"] in per_step:
+            saved = np.load(per_step[m["step"]])
+            history.append(dict(step=m["step"], **{k: m[k] for k in KEPT if k in m},
+                                **probe.evaluate(saved["images"], saved["factors"])))
+        else:
+            history.append({k: v for k, v in m.items() if k != "probe_acc"})
+    temporary = os.path.join(out, "metrics.jsonl.tmp")
+    with open(temporary, "w") as f:
+        f.writelines(json.dumps(m) + "\n" for m in history)
+    os.replace(temporary, os.path.join(out, "metrics.jsonl"))
+    if not missing:
+        title = os.path.basename(os.path.normpath(out))
+        runs.save_samples_png(os.path.join(out, "samples.png"), saved["images"], saved["factors"],
+                              title=f"{title}, step {history[-1]['step']}")
+        runs.save_curves_png(os.path.join(out, "curves.png"), history, title=title)
+    return history
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folders", nargs="+", help="run folders")
+    parser.add_argument("folders", nargs="+", help="run folders, or runs kept under results/")
     for folder in parser.parse_args(argv).folders:
-        last = runs.rejudge(folder)[-1]
+        last = rejudge(folder)[-1]
         print(f"{folder}: step {last['step']}: seen {100 * last['seen']:.1f} | level-1 {100 * last['level1']:.1f} "
               f"| level-2 {100 * last['level2']:.1f}")
 
