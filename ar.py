@@ -13,7 +13,7 @@ Training is teacher forcing: slot i sees the true tokens 0..i-1 and predicts tok
 64 slots at once behind a causal mask. Sampling draws the tokens in 64 steps, with a
 temperature. Trained on seen compositions only.
 
-    python ar.py                                    # the categorical head
+    python ar.py                                    # the categorical head: 14 minutes alone on a 2-core CPU
     python ar.py --head gmm --out runs/ar-gmm       # the mixture head
 
 Sections: config -> model -> the causal order and the two likelihoods -> training -> sampling -> evaluation.
@@ -31,10 +31,11 @@ import data
 import runs
 
 MODEL = "ar"
+SAMPLING = ("temperature",)     # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-def get_config(argv=None):
+def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=1e-3)
     parser.add_argument("--head", default="categorical", choices=("categorical", "gmm"),
@@ -57,7 +58,11 @@ def get_config(argv=None):
         parser.error(f"--components must be a positive integer, got {args.components}")
     if not (args.temperature >= 0 and math.isfinite(args.temperature)):
         parser.error(f"--temperature must be a number >= 0, got {args.temperature}")
-    return runs.start_run(parser, args, MODEL)
+    return parser, args
+
+
+def get_config(argv=None):
+    return runs.start_run(*parse(argv), MODEL)
 
 
 # --------------------------------------------------------------------------------- model
@@ -86,7 +91,7 @@ class ConditionEmbedding(nn.Module):
     def forward(self, values, present):
         parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
                  for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
-        return torch.stack(parts).sum(0)
+        return torch.stack(parts).sum(0)                                    # (B, D)
 
 
 class Block(nn.Module):
@@ -112,27 +117,6 @@ class Block(nn.Module):
         return x + gate2 * self.mlp(h)
 
 
-class Tokens:
-    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
-
-    def __init__(self, name):
-        self.name = name
-        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
-        self.dim = 16 if name == "pca" else 4 * 4 * 3
-
-    def encode(self, images):
-        if self.name == "pixels":
-            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
-        if self.name == "codebook":
-            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
-        return self.tokenizer.encode(images)
-
-    def decode(self, tokens):
-        tokens = tokens.float().cpu()
-        if self.name == "pca":
-            return self.tokenizer.decode(tokens)
-        return data.unpatchify((tokens + 1) / 2, 4).numpy()
-
 SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
 
 
@@ -140,22 +124,22 @@ class AR(nn.Module):
     """Slot i holds token i-1 (slot 0 the start token, the condition itself) and the position of
     token i, and predicts token i: logits over the codebook, or a mixture of k Gaussians."""
 
-    def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4, tokens=64):
+    def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4, length=64):
         super().__init__()
-        self.kind, self.token_dim, self.components = head, token_dim, components
-        self.embed = nn.Embedding(vocab_size, width) if head == "categorical" else nn.Linear(token_dim, width)
-        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
-        self.register_buffer("causal", torch.ones(tokens, tokens, dtype=torch.bool).triu(1))  # True: later
+        self.categorical, self.token_dim, self.components = head == "categorical", token_dim, components
+        self.embed = nn.Embedding(vocab_size, width) if self.categorical else nn.Linear(token_dim, width)
+        self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
+        self.register_buffer("causal", torch.ones(length, length, dtype=torch.bool).triu(1))  # True: later
         self.condition = ConditionEmbedding(width)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
-        outputs = vocab_size if head == "categorical" else components * (1 + 2 * token_dim)
+        outputs = vocab_size if self.categorical else components * (1 + 2 * token_dim)
         self.head = nn.Linear(width, outputs)
         for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits, one mixture at first
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
-        if head == "gmm":
+        if not self.categorical:
             with torch.no_grad():  # distinct starting means: identical components would stay identical
                 self.head.bias[components:components * (1 + token_dim)].normal_(0, 0.5)
 
@@ -170,7 +154,7 @@ class AR(nn.Module):
             h = block(h, c, self.causal[:length, :length])
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
         out = self.head(modulate(self.final_norm(h), shift, scale))
-        if self.kind == "categorical":
+        if self.categorical:
             return out
         k, dims = self.components, self.components * self.token_dim
         logits, means, scales = out.split([k, dims, dims], -1)
@@ -179,18 +163,30 @@ class AR(nn.Module):
         return logits.log_softmax(-1), means, scales
 
 
+
+def build(config):
+    """The network a run trains, shaped by its config, and its tokenizer (data.py): the codebook's ids
+    for the categorical head, continuous tokens for the mixture."""
+    shape = dict(components=config["components"], width=config["width"], depth=config["depth"], heads=config["heads"])
+    if config["head"] == "categorical":
+        codebook = data.load_tokenizer("codebook")
+        return AR("categorical", None, codebook.vocab_size, **shape), codebook
+    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    return AR("gmm", tokenizer.dim, **shape), tokenizer
+
 # ---------------------------------------------------- the causal order and the two likelihoods
 def log_density(x, log_weights, means, scales):
     """log p(x) = logsumexp_k [ log pi_k + sum_d log N(x_d; mu_kd, sigma_kd^2) ], x (..., C)."""
     z = (x[..., None, :] - means) / scales                                  # (..., K, C)
     log_normal = (-0.5 * z ** 2 - scales.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
-    return torch.logsumexp(log_weights + log_normal, -1)
+    return torch.logsumexp(log_weights + log_normal, -1)                    # (...,)
+
 
 def next_token_loss(model, x, values, present):
     """Teacher forcing: -log p(x_i | x_<i, c) for every i at once (one forward pass, causal mask).
     categorical: cross-entropy over the codebook; gmm: the mixture's NLL in nats per token value."""
     out = model(x[:, :-1], values, present)                                 # slots 0..63 see x_<i
-    if model.kind == "categorical":
+    if model.categorical:
         return F.cross_entropy(out.flatten(0, 1).float(), x.flatten())
     log_weights, means, scales = (p.float() for p in out)
     return -log_density(x.float(), log_weights, means, scales).mean() / x.shape[-1]
@@ -201,20 +197,15 @@ def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, dropout, draws
-    categorical = config["head"] == "categorical"
-    tokens = data.load_tokenizer("codebook") if categorical else Tokens(config["tokenizer"])  # encode, decode
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokens.encode)
-    shape = dict(token_dim=None if categorical else tokens.dim, vocab_size=tokens.vocab_size if categorical else None,
-                 components=config["components"], width=config["width"], depth=config["depth"], heads=config["heads"])
-    model = AR(config["head"], **shape).to(device)
-    ema = AR(config["head"], **shape).to(device)
-    ema.load_state_dict(model.state_dict())
-    ema.requires_grad_(False)
+    model, tokenizer = build(config)
+    model = model.to(device)
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
+    ema = runs.ema_copy(model)                                              # the network evaluations use
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
                                   weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
-        state = runs.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
@@ -241,7 +232,8 @@ def train(config):
                 p_ema.lerp_(p, 1 - decay)
         progress.set_postfix(loss=f"{loss.item():.4f}")
         if step + 1 in evaluations:
-            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
+                                    title=f"AR ({config['head']}, {config['tokenizer']}, {config['cond']})")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
@@ -260,17 +252,17 @@ def choose_component(log_weights, tau, generator):
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
 
+
 @torch.no_grad()
-def sample(model, values, present, generator, temperature=1.0, tokens=64):
+def sample(model, values, present, generator, temperature=1.0, length=64):
     """Raster order: 64 steps, each draws token i from p(x_i | x_<i, c) and appends it."""
     device = next(model.parameters()).device
-    categorical = model.kind == "categorical"
-    prefix = (torch.zeros((len(values), 0), dtype=torch.long, device=device) if categorical
+    prefix = (torch.zeros((len(values), 0), dtype=torch.long, device=device) if model.categorical
               else torch.zeros((len(values), 0, model.token_dim), device=device))
-    for _ in range(tokens):
+    for _ in range(length):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             out = model(prefix, values.to(device), present.to(device))
-        if categorical:
+        if model.categorical:
             logits = out[:, -1].float()                                     # (B, V): the next token
             u = torch.rand(logits.shape, generator=generator).to(device)    # drawn even when greedy
             gumbel = -torch.log(-torch.log(u.clamp(1e-20)))
@@ -285,17 +277,10 @@ def sample(model, values, present, generator, temperature=1.0, tokens=64):
 
 
 # --------------------------------------------------------------------------- evaluation
-def evaluate(model, tokens, config, step, loss):
-    """Sample every composition, judge the samples and write the run files."""
-    model.eval()
-    rng = np.random.default_rng(config["seed"])                             # the same requests each time
-    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
-    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
-    generator = torch.Generator().manual_seed(config["seed"] + 1)
+def draw(model, tokenizer, config, values, present, generator):
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
     x = sample(model, values, present, generator, config["temperature"])
-    model.train()
-    return runs.record(config["out"], step, loss, np.asarray(tokens.decode(x.cpu())).clip(0, 1), bits,
-                        title=f"AR ({config['head']}, {config['tokenizer']}, {config['cond']})")
+    return np.asarray(tokenizer.decode(x.cpu())).clip(0, 1)
 
 
 def main(argv=None):

@@ -298,6 +298,32 @@ class PCATokenizer:
         return unpatchify(patches.float(), self.patch).numpy()
 
 
+class ContinuousTokenizer:
+    """Images <-> continuous tokens (B, T, C) in about [-1, 1], T = 64 patches of 4x4: the raw
+    pixels (C = 48), the codebook's vectors (the very codes MaskGIT predicts as ids, C = 48), or
+    PCA (C = 16). What givt.py, mar.py, dit.py and ar.py's mixture head model."""
+
+    def __init__(self, name):
+        if name not in ("pixels", "codebook", "pca"):
+            raise ValueError(f"unknown tokenizer {name!r}; choose from pixels, codebook, pca")
+        self.name = name
+        self.fitted = None if name == "pixels" else load_tokenizer(name)
+        self.dim = 16 if name == "pca" else 4 * 4 * 3
+
+    def encode(self, images):
+        if self.name == "pixels":
+            return torch.as_tensor(patchify(images, 4)) * 2 - 1
+        if self.name == "codebook":
+            return self.fitted.vectors(self.fitted.encode(images)) * 2 - 1
+        return self.fitted.encode(images)
+
+    def decode(self, tokens):
+        tokens = tokens.float().cpu()
+        if self.name == "pca":
+            return self.fitted.decode(tokens)
+        return unpatchify((tokens + 1) / 2, 4).numpy()                      # (B, H, W, 3)
+
+
 def load_tokenizer(name, **settings):
     """'codebook' or 'pca', built once and cached under .cache/ (deterministic)."""
     kinds = {"codebook": Codebook, "pca": PCATokenizer}

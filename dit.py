@@ -5,7 +5,7 @@ The model sees every token of a noisy image at once and is trained to denoise it
 the factors through adaLN-Zero. Trained on the seen compositions of Shapes2D only, judged
 by probe.py on all eight.
 
-    python dit.py                                   # default: a few minutes on a laptop CPU
+    python dit.py                                   # default: 10 minutes alone on a 2-core CPU
     python dit.py --steps 8000 --lr-schedule cosine --out runs/dit-8k   # a long run: decay the rate
 
 Sections: config -> model -> flow matching -> training -> sampling -> evaluation.
@@ -13,7 +13,6 @@ Sections: config -> model -> flow matching -> training -> sampling -> evaluation
 import argparse
 import math
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -23,10 +22,11 @@ import data
 import runs
 
 MODEL = "dit"
+SAMPLING = ("sample_steps",)    # the settings sampling reads: tools/resample.py may change these alone
 
 
 # -------------------------------------------------------------------------------- config
-def get_config(argv=None):
+def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=2e-3)  # lr: results/README.md, the recipe
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
@@ -41,29 +41,11 @@ def get_config(argv=None):
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
-    return runs.start_run(parser, args, MODEL)
+    return parser, args
 
 
-class Tokens:
-    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
-
-    def __init__(self, name):
-        self.name = name
-        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
-        self.dim = 16 if name == "pca" else 4 * 4 * 3
-
-    def encode(self, images):
-        if self.name == "pixels":
-            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
-        if self.name == "codebook":
-            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
-        return self.tokenizer.encode(images)
-
-    def decode(self, tokens):
-        tokens = tokens.float().cpu()
-        if self.name == "pca":
-            return self.tokenizer.decode(tokens)
-        return data.unpatchify((tokens + 1) / 2, 4).numpy()                  # (B, H, W, 3)
+def get_config(argv=None):
+    return runs.start_run(*parse(argv), MODEL)
 
 
 # --------------------------------------------------------------------------------- model
@@ -127,10 +109,10 @@ def timestep_embedding(t, width):
 
 
 class DiT(nn.Module):
-    def __init__(self, token_dim, width=128, depth=4, heads=4, tokens=64):
+    def __init__(self, token_dim, width=128, depth=4, heads=4, length=64):
         super().__init__()
         self.embed = nn.Linear(token_dim, width)
-        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
         self.condition = ConditionEmbedding(width)
         self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
@@ -149,6 +131,12 @@ class DiT(nn.Module):
             h = block(h, c)
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
         return self.head(modulate(self.final_norm(h), shift, scale))
+
+
+def build(config):
+    """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
+    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    return DiT(tokenizer.dim, config["width"], config["depth"], config["heads"]), tokenizer
 
 
 # ------------------------------------------------------------------------ flow matching
@@ -183,17 +171,15 @@ def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, t, eps, dropout
-    tokens = Tokens(config["tokenizer"])
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokens.encode)
-    model = DiT(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
-    ema = DiT(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
-    ema.load_state_dict(model.state_dict())
-    ema.requires_grad_(False)
+    model, tokenizer = build(config)
+    model = model.to(device)
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
+    ema = runs.ema_copy(model)                                              # the network evaluations use
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
                                   weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
-        state = runs.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
@@ -221,7 +207,8 @@ def train(config):
                 p_ema.lerp_(p, 1 - decay)
         progress.set_postfix(loss=f"{loss.item():.4f}")
         if step + 1 in evaluations:
-            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
+                                    title=f"DiT ({config['cond']}, {config['tokenizer']})")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
@@ -232,10 +219,10 @@ def train(config):
 
 # ----------------------------------------------------------------------------- sampling
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, tokens=64):
+def sample(model, values, present, token_dim, steps, generator, length=64):
     """Euler integration of dx/dt = v from t = 1 (noise) to t = 0 (image)."""
     device = next(model.parameters()).device
-    x = torch.randn((len(values), tokens, token_dim), generator=generator).to(device)
+    x = torch.randn((len(values), length, token_dim), generator=generator).to(device)
     times = torch.linspace(1, 0, steps + 1)
     for t, t_next in zip(times[:-1], times[1:]):
         t_batch = torch.full((len(x),), float(t), device=device)
@@ -247,17 +234,10 @@ def sample(model, values, present, token_dim, steps, generator, tokens=64):
 
 
 # --------------------------------------------------------------------------- evaluation
-def evaluate(model, tokens, config, step, loss):
-    """Sample every composition, judge the samples and write the run files."""
-    model.eval()
-    rng = np.random.default_rng(config["seed"])                             # the same requests each time
-    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
-    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
-    generator = torch.Generator().manual_seed(config["seed"] + 1)
-    x = sample(model, values, present, tokens.dim, config["sample_steps"], generator)
-    model.train()
-    return runs.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
-                        title=f"DiT ({config['cond']}, {config['tokenizer']})")
+def draw(model, tokenizer, config, values, present, generator):
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
+    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator)
+    return tokenizer.decode(x).clip(0, 1)
 
 
 def main(argv=None):

@@ -40,7 +40,6 @@ Sections: loading a run -> hooks (record and ablate) -> reach -> readout -> unit
 """
 import argparse
 import contextlib
-import importlib
 import json
 import math
 import os
@@ -58,63 +57,29 @@ LEVELS = (0.3, 0.6, 0.9)                                   # DiT's and MAR's noi
 
 
 # ------------------------------------------------------------------------------ loading a run
-def build(config):
-    """The model file, an empty network shaped as the run's, and its tokens (encode, decode)."""
-    module = importlib.import_module(config["model"])
-    shape = (config["width"], config["depth"], config["heads"])
-    if config["model"] in ("maskgit", "jepa_maskgit"):
-        tokens = data.load_tokenizer("codebook")
-        factors = (tokens.n_masks, tokens.n_colors) if config.get("factored_head") else None
-        return importlib.import_module("maskgit"), module.MaskGIT(tokens.vocab_size, *shape, factors=factors), tokens
-    if config["model"] == "ar":
-        categorical = config["head"] == "categorical"
-        tokens = data.load_tokenizer("codebook") if categorical else module.Tokens(config["tokenizer"])
-        return module, module.AR(config["head"], None if categorical else tokens.dim,
-                                 tokens.vocab_size if categorical else None, config["components"], *shape), tokens
-    tokens = module.Tokens(config["tokenizer"])
-    if config["model"] == "givt":
-        return module, module.GIVT(tokens.dim, config["components"], *shape), tokens
-    return module, (module.DiT if config["model"] == "dit" else module.MAR)(tokens.dim, *shape), tokens
+READS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit")   # not ar.py: every reading here hides tokens or
+                                                             # adds noise, and a causal model does neither
+HALF, MOST = 32, 58                                         # of an image's 64 tokens: hidden for reach, readout
 
 
-GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")
-
-
-def load_trained(run, checkpoint="ckpt.pt", models=GENERATORS):
-    """A run's EMA network as its evaluations use it: (step, config, model file, network, tokens)."""
+def load_trained(run, checkpoint="ckpt.pt", models=runs.GENERATORS):
+    """A run's EMA network as its evaluations use it: (step, config, model file, network, tokenizer)."""
     path = os.path.join(run, checkpoint)
     if not os.path.exists(path):
         raise SystemExit(f"error: {run} holds no {checkpoint}; give a run folder of a finished or running run")
     state = torch.load(path, map_location="cpu", weights_only=True)
-    config = runs.with_flags_added_since(state["config"])
-    if config.get("model") not in GENERATORS:
-        raise SystemExit(f"error: {path} was written by {config.get('model')!r}, not a generator of this repository")
+    config = state["config"]
+    module = runs.generator(config.get("model"))
     if config["model"] not in models:
         raise SystemExit(f"error: {run} is a run of {config['model']}.py; this reads runs of {', '.join(models)}")
-    module, model, tokens = build(config)
+    model, tokenizer = module.build(config)
     model.load_state_dict(state["ema"])
-    return state["step"], config, module, model.eval(), tokens
+    return state["step"], config, module, model.eval(), tokenizer
 
 
-def generate(config, module, model, tokens, bits, seed=0):
+def generate(config, module, model, tokenizer, bits, seed=0):
     """Images (N, H, W, 3) in [0, 1] asked for bits (N, 3), drawn as the run's evaluations draw them."""
-    latents = data.sample_latents(bits, np.random.default_rng(seed))
-    values, present = data.conditioning(latents, config["cond"], train=False)
-    g = torch.Generator().manual_seed(seed + 1)
-    name, schedule = config["model"], config.get("mask_schedule", "cosine")
-    if name in ("maskgit", "jepa_maskgit"):
-        x = module.sample(model, values, present, config["sample_steps"], g, config["unmask"],
-                          config["choice_temperature"], schedule=schedule)
-    elif name == "givt":
-        x = module.sample(model, values, present, tokens.dim, config["sample_steps"], g, config["unmask"],
-                          config["choice_temperature"], config["temperature"], schedule=schedule,
-                          mixture_temperature=config["mixture_temperature"])
-    elif name == "mar":
-        x = module.sample(model, values, present, tokens.dim, config["sample_steps"], g, config["diffusion_steps"],
-                          config["temperature"], schedule=schedule)
-    else:
-        x = module.sample(model, values, present, tokens.dim, config["sample_steps"], g)
-    return np.asarray(tokens.decode(x.cpu())).clip(0, 1)
+    return runs.generate(module.draw, model, tokenizer, config, bits, seed)
 
 
 def real_images(n_per_code, seed=probe.HELD_OUT_SEED + 5):
@@ -198,12 +163,12 @@ def ablated(model, chosen, means, zero=False):
 
 
 # ------------------------------------------------------------------------------------- reach
-def reach(config, module, model, tokens, images, bits, trained_codes, seed=0):
+def reach(config, module, model, tokenizer, images, bits, trained_codes, seed=0):
     """The truth's score at hidden positions, split by whether its codebook code was ever trained on."""
     g = torch.Generator().manual_seed(seed)
     codes = torch.as_tensor(data.load_tokenizer("codebook").encode(images))            # (N, 64)
     unseen = ~torch.isin(codes, trained_codes)
-    hidden = torch.rand(codes.shape, generator=g).argsort(1) < 32                      # half of each image
+    hidden = torch.rand(codes.shape, generator=g).argsort(1) < HALF                    # half of each image
     values, present = data.conditioning(data.sample_latents(bits, np.random.default_rng(seed)), config["cond"], train=False)
     scores = {}
     with torch.no_grad():
@@ -214,11 +179,11 @@ def reach(config, module, model, tokens, images, bits, trained_codes, seed=0):
             untrained[trained_codes] = False
             scores["mass on untrained codes"] = p[..., untrained].sum(-1)
         elif config["model"] == "givt":
-            x = tokens.encode(images).float()
+            x = tokenizer.encode(images).float()
             log_weights, means, scales = model(x, hidden, values, present)
             scores["log-likelihood per value"] = module.log_density(x, log_weights, means, scales) / x.shape[-1]
         else:
-            x = tokens.encode(images).float()
+            x = tokenizer.encode(images).float()
             for t in LEVELS:
                 eps = torch.randn(x.shape, generator=g)
                 time = torch.full((len(x),), t)
@@ -238,24 +203,24 @@ def reach(config, module, model, tokens, images, bits, trained_codes, seed=0):
 
 
 # ----------------------------------------------------------------------------------- readout
-def layer_states(config, module, model, tokens, images, bits, seed=0):
+def layer_states(config, module, model, tokenizer, images, bits, seed=0):
     """(layers, N, D): the input embedding and every block's output, averaged over the 64 tokens,
     while the network reads real images 90% hidden (masked models) or at t = 0.9 (DiT)."""
     states = []
     hooks = [model.blocks[0].register_forward_pre_hook(lambda m, args: states.append(args[0].float().mean(1)))]
     hooks += [block.register_forward_hook(lambda m, a, out: states.append(out.float().mean(1))) for block in model.blocks]
     g = torch.Generator().manual_seed(seed)
-    hidden = torch.rand(len(images), 64, generator=g).argsort(1) < 58                  # 90% of 64
+    hidden = torch.rand(len(images), 64, generator=g).argsort(1) < MOST                # 90% of 64
     values, present = data.conditioning(data.sample_latents(bits, np.random.default_rng(seed)), config["cond"], train=False)
     with torch.no_grad():
         if config["model"] in ("maskgit", "jepa_maskgit"):
-            codes = torch.as_tensor(tokens.encode(images))
+            codes = torch.as_tensor(tokenizer.encode(images))
             model(codes.masked_fill(hidden, model.mask_id), values, present)
         elif config["model"] == "dit":
-            x, time = tokens.encode(images).float(), torch.full((len(images),), 0.9)
+            x, time = tokenizer.encode(images).float(), torch.full((len(images),), 0.9)
             model(module.noisy(x, time, torch.randn(x.shape, generator=g)), time, values, present)
         else:
-            model(tokens.encode(images).float(), hidden, values, present)
+            model(tokenizer.encode(images).float(), hidden, values, present)
     for hook in hooks:
         hook.remove()
     return torch.stack(states)
@@ -302,17 +267,17 @@ def factors_right(images, bits, the_probe):
     return dict(judge=judge, probe=the_probe.predict(images) == bits)
 
 
-def attribution(config, module, model, tokens, per_code=8, zero=False):
+def attribution(config, module, model, tokenizer, per_code=8, zero=False):
     """Accuracy per factor of the intact network, and A[unit] = its drop with the unit ablated."""
     bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], per_code, 0)
     the_probe = probe.load_probe()
     with recording(model) as means:
-        intact = factors_right(generate(config, module, model, tokens, bits), bits, the_probe)
+        intact = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
     base = {reading: right.mean(0) for reading, right in intact.items()}
     drops = {}
     for name, *_ in units(model):
         with ablated(model, {name}, means, zero):
-            right = factors_right(generate(config, module, model, tokens, bits), bits, the_probe)
+            right = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
         drops[name] = {reading: (base[reading] - r.mean(0)).tolist() for reading, r in right.items()}
     return {reading: b.tolist() for reading, b in base.items()}, drops, means
 
@@ -362,15 +327,15 @@ def circuits(drops):
     return {factor: sorted(s) for factor, s in sets.items()}, pairs
 
 
-def circuit_ablation(config, module, model, tokens, sets, means, n=32):
+def circuit_ablation(config, module, model, tokenizer, sets, means, n=32):
     """Level-2 accuracy drop per factor (probe and judge) with the colour, then the shape circuit ablated."""
     bits = np.repeat([data.code_to_bits("111")], n, 0)
     the_probe = probe.load_probe()
-    intact = {r: v.mean(0) for r, v in factors_right(generate(config, module, model, tokens, bits), bits, the_probe).items()}
+    intact = {r: v.mean(0) for r, v in factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe).items()}
     table = {}
     for factor in ("color", "shape"):
         with ablated(model, set(sets[factor]), means):
-            right = factors_right(generate(config, module, model, tokens, bits), bits, the_probe)
+            right = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
         table[f"{factor} circuit"] = {r: dict(zip(FACTORS, (intact[r] - v.mean(0)).tolist())) for r, v in right.items()}
     return table
 
@@ -378,10 +343,9 @@ def circuit_ablation(config, module, model, tokens, sets, means, n=32):
 # -------------------------------------------------------------------------------------- main
 def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, full=True):
     """Every reading of one checkpoint (what inside.json holds); full=False: the units and circuits only."""
-    # not ar.py: every reading here hides tokens or adds noise, and a causal model does neither
-    step, config, module, model, tokens = load_trained(run, checkpoint, GENERATORS[:-1])
+    step, config, module, model, tokenizer = load_trained(run, checkpoint, READS)
     torch.manual_seed(0)
-    base, drops, means = attribution(config, module, model, tokens, per_code, zero)
+    base, drops, means = attribution(config, module, model, tokenizer, per_code, zero)
     sets, pairs = circuits({name: d["probe"] for name, d in drops.items()})
     result = dict(run=run, model=config["model"], step=step, ablation="zero" if zero else "mean",
                   samples_per_comp=per_code, accuracy=base, circuits=sets, overlap=pairs, polysemanticity={
@@ -395,10 +359,10 @@ def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, 
     images, bits = real_images(images_per_code)
     training = data.training_set(config["train_per_comp"])[0]              # fresh data: its first images
     trained_codes = torch.as_tensor(np.unique(data.load_tokenizer("codebook").encode(training)))
-    states = layer_states(config, module, model, tokens, images, bits)
-    return dict(result, attribution=drops, reach=reach(config, module, model, tokens, images, bits, trained_codes),
+    states = layer_states(config, module, model, tokenizer, images, bits)
+    return dict(result, attribution=drops, reach=reach(config, module, model, tokenizer, images, bits, trained_codes),
                 readout=readout(states, bits), readout_shuffled=readout(states[-1:], bits, shuffled=True)["input"],
-                circuit_ablation=circuit_ablation(config, module, model, tokens, sets, means, 4 * per_code))
+                circuit_ablation=circuit_ablation(config, module, model, tokenizer, sets, means, 4 * per_code))
 
 
 def summary(result):

@@ -11,7 +11,7 @@ scored by mean squared error:
 
 Model, tokenizer, masking, sampler and evaluation are imported from maskgit.py.
 
-    python jepa_maskgit.py                                  # default: minutes on a laptop CPU
+    python jepa_maskgit.py                                  # default: 17 minutes alone on a 2-core CPU
     python jepa_maskgit.py --jepa-layers 1,3 --jepa-weight 0.3 --out runs/jepa-13-03
 
 Sections: config -> model (the predictor) -> the JEPA loss -> training; sampling and
@@ -28,9 +28,10 @@ from tqdm import tqdm
 import data
 import maskgit
 import runs
-from maskgit import MaskGIT, random_mask
+from maskgit import build, draw, random_mask
 
 MODEL = "jepa_maskgit"
+SAMPLING = maskgit.SAMPLING    # what tools/resample.py may change: maskgit.py's sampler
 
 
 # -------------------------------------------------------------------------------- config
@@ -60,8 +61,12 @@ def jepa_checks(parser, args):
         parser.error(f"--jepa-momentum must be in [0, 1], got {args.jepa_momentum}")
 
 
+def parse(argv=None):
+    return maskgit.parse(argv, MODEL, jepa_arguments, jepa_checks, __doc__)
+
+
 def get_config(argv=None):
-    return maskgit.get_config(argv, MODEL, jepa_arguments, jepa_checks, __doc__)
+    return runs.start_run(*parse(argv), MODEL)
 
 
 # --------------------------------------------------------------------------------- model
@@ -98,13 +103,10 @@ def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
-    codebook = data.load_tokenizer("codebook")
-    training = data.TrainingData(config["data"], config["train_per_comp"], codebook.encode)
-    factors = (codebook.n_masks, codebook.n_colors) if config["factored_head"] else None
-    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
-    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
-    ema.load_state_dict(model.state_dict())
-    ema.requires_grad_(False)
+    model, tokenizer = build(config)                                        # maskgit.py's network
+    model = model.to(device)
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
+    ema = runs.ema_copy(model)                                              # the network evaluations use
     target = copy.deepcopy(ema)                                             # the JEPA target encoder
     predictors = make_predictors(config["width"], config["jepa_layers"]).to(device)
     parameters = list(model.parameters()) + list(predictors.parameters())
@@ -112,7 +114,7 @@ def train(config):
                                   weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
-        state = runs.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config)
         for module, key in ((model, "model"), (ema, "ema"), (target, "target"), (predictors, "predictors"),
                             (optimizer, "optimizer")):
             module.load_state_dict(state[key])
@@ -144,7 +146,8 @@ def train(config):
                 p_target.lerp_(p, 1 - momentum)                             # the target's only update
         progress.set_postfix(loss=f"{loss.item():.4f}", ce=f"{cross_entropy.item():.4f}", jepa=f"{jepa.item():.4f}")
         if step + 1 in evaluations:
-            metrics = maskgit.evaluate(ema, codebook, config, step + 1, loss.item())
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
+                                    title=f"JEPA-MaskGIT ({config['cond']}, {config['unmask']} unmasking)")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),

@@ -6,7 +6,7 @@ token (epsilon prediction, DDPM cosine schedule), so a token's distribution is w
 the denoiser learns, not k Gaussians. Decoding commits tokens in a random order, each
 sampled by running the per-token denoiser. Trained on seen compositions only.
 
-    python mar.py                                   # default: minutes on a laptop CPU
+    python mar.py                                   # default: 15 minutes alone on a 2-core CPU
     python mar.py --steps 8000 --lr-schedule cosine --out runs/mar-8k
 
 Sections: config -> model -> masking and per-token diffusion -> training -> sampling -> evaluation.
@@ -14,7 +14,6 @@ Sections: config -> model -> masking and per-token diffusion -> training -> samp
 import argparse
 import math
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -24,10 +23,11 @@ import data
 import runs
 
 MODEL = "mar"
+SAMPLING = ("sample_steps", "diffusion_steps", "temperature")   # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-def get_config(argv=None):
+def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=1e-3)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
@@ -49,29 +49,11 @@ def get_config(argv=None):
     for name in ("sample_steps", "diffusion_steps", "draws"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    return runs.start_run(parser, args, MODEL)
+    return parser, args
 
 
-class Tokens:
-    """Images <-> continuous tokens (B, T, C) in about [-1, 1]; 4x4 patches, T = 64."""
-
-    def __init__(self, name):
-        self.name = name
-        self.tokenizer = None if name == "pixels" else data.load_tokenizer(name)
-        self.dim = 16 if name == "pca" else 4 * 4 * 3
-
-    def encode(self, images):
-        if self.name == "pixels":
-            return torch.as_tensor(data.patchify(images, 4)) * 2 - 1
-        if self.name == "codebook":
-            return self.tokenizer.vectors(self.tokenizer.encode(images)) * 2 - 1
-        return self.tokenizer.encode(images)
-
-    def decode(self, tokens):
-        tokens = tokens.float().cpu()
-        if self.name == "pca":
-            return self.tokenizer.decode(tokens)
-        return data.unpatchify((tokens + 1) / 2, 4).numpy()                  # (B, H, W, 3)
+def get_config(argv=None):
+    return runs.start_run(*parse(argv), MODEL)
 
 
 # --------------------------------------------------------------------------------- model
@@ -175,11 +157,11 @@ class DiffusionHead(nn.Module):
 
 
 class MAR(nn.Module):
-    def __init__(self, token_dim, width=128, depth=4, heads=4, tokens=64):
+    def __init__(self, token_dim, width=128, depth=4, heads=4, length=64):
         super().__init__()
         self.embed = nn.Linear(token_dim, width)
         self.mask_embedding = nn.Parameter(torch.zeros(width))             # stands in for hidden tokens
-        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
         self.condition = ConditionEmbedding(width)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
@@ -197,6 +179,12 @@ class MAR(nn.Module):
         return self.head(modulate(self.final_norm(h), shift, scale))
 
 
+
+def build(config):
+    """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
+    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    return MAR(tokenizer.dim, config["width"], config["depth"], config["heads"]), tokenizer
+
 # ------------------------------------------------------------ masking and per-token diffusion
 
 
@@ -210,11 +198,11 @@ def mask_ratio(r, schedule="cosine"):
     raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
-def random_mask(batch, tokens, generator, schedule="cosine"):
+def random_mask(batch, length, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)          # (B,)
-    rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
+    count = (mask_ratio(r, schedule) * length).ceil().clamp(min=1)          # (B,)
+    rank = torch.rand(batch, length, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
 
@@ -250,17 +238,15 @@ def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
-    tokens = Tokens(config["tokenizer"])
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokens.encode)
-    model = MAR(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
-    ema = MAR(tokens.dim, config["width"], config["depth"], config["heads"]).to(device)
-    ema.load_state_dict(model.state_dict())
-    ema.requires_grad_(False)
+    model, tokenizer = build(config)
+    model = model.to(device)
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
+    ema = runs.ema_copy(model)                                              # the network evaluations use
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
                                   weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
-        state = runs.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
@@ -288,7 +274,8 @@ def train(config):
                 p_ema.lerp_(p, 1 - decay)
         progress.set_postfix(loss=f"{loss.item():.4f}")
         if step + 1 in evaluations:
-            metrics = evaluate(ema, tokens, config, step + 1, loss.item())
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
+                                    title=f"MAR ({config['cond']}, {config['tokenizer']})")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
@@ -298,13 +285,13 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
-def remask_count(s, steps, tokens, masked, schedule="cosine"):
+def remask_count(s, steps, length, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
     schedule would not), none after the last step, and none once all are drawn (S > T)."""
     if s == steps - 1:
         return 0
-    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
+    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * length
     return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))
 
 
@@ -326,17 +313,17 @@ def denoise(model, z, token_dim, steps, generator, temperature=1.0):
 
 
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, diffusion_steps=25, temperature=1.0, tokens=64,
+def sample(model, values, present, token_dim, steps, generator, diffusion_steps=25, temperature=1.0, length=64,
            schedule="cosine"):
     """Random-order decoding: start all hidden; at step s pick the hidden tokens to commit
     (all but gamma((s+1)/S) T of them), sample just those with the denoiser, and go on."""
     device = next(model.parameters()).device
-    x = torch.zeros((len(values), tokens, token_dim), device=device)
-    masked = torch.ones((len(values), tokens), dtype=torch.bool, device=device)
+    x = torch.zeros((len(values), length, token_dim), device=device)
+    masked = torch.ones((len(values), length), dtype=torch.bool, device=device)
     for s in range(steps):
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
             z = model(x, masked, values.to(device), present.to(device)).float()
-        remask = remask_count(s, steps, tokens, masked, schedule)
+        remask = remask_count(s, steps, length, masked, schedule)
         order = torch.rand(masked.shape, generator=generator).to(device).masked_fill(~masked, math.inf)
         still_masked = torch.zeros_like(masked).scatter(1, order.argsort(1)[:, :remask], True)
         commit = masked & ~still_masked                                     # (B, T) this step's tokens
@@ -346,18 +333,11 @@ def sample(model, values, present, token_dim, steps, generator, diffusion_steps=
 
 
 # --------------------------------------------------------------------------- evaluation
-def evaluate(model, tokens, config, step, loss):
-    """Sample every composition, judge the samples and write the run files."""
-    model.eval()
-    rng = np.random.default_rng(config["seed"])                             # the same requests each time
-    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
-    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
-    generator = torch.Generator().manual_seed(config["seed"] + 1)
-    x = sample(model, values, present, tokens.dim, config["sample_steps"], generator, config["diffusion_steps"],
+def draw(model, tokenizer, config, values, present, generator):
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
+    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator, config["diffusion_steps"],
                config["temperature"], schedule=config["mask_schedule"])
-    model.train()
-    return runs.record(config["out"], step, loss, tokens.decode(x).clip(0, 1), bits,
-                        title=f"MAR ({config['cond']}, {config['tokenizer']})")
+    return tokenizer.decode(x).clip(0, 1)
 
 
 def main(argv=None):

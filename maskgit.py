@@ -6,7 +6,7 @@ codebook at each hidden position (cross-entropy). Sampling starts from all [MASK
 commits the most confident ids over a few parallel steps. The condition enters through
 adaLN-Zero, the same mechanism as in dit.py. Trained on seen compositions only.
 
-    python maskgit.py                                       # default: minutes on a laptop CPU
+    python maskgit.py                                       # default: 12 minutes alone on a 2-core CPU
     python maskgit.py --unmask random --out runs/maskgit-random
 
 Sections: config -> model -> masking -> training -> sampling -> evaluation.
@@ -14,7 +14,6 @@ Sections: config -> model -> masking -> training -> sampling -> evaluation.
 import argparse
 import math
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -24,10 +23,11 @@ import data
 import runs
 
 MODEL = "maskgit"
+SAMPLING = ("sample_steps", "unmask", "choice_temperature")   # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
+def parse(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs.add_common_arguments(parser, steps=2000, eval_every=250, model=model, lr=1e-3)
     parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
@@ -53,7 +53,11 @@ def get_config(argv=None, model=MODEL, more_arguments=None, more_checks=None, de
         parser.error(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
     if more_checks:                                                         # ... and their checks
         more_checks(parser, args)
-    return runs.start_run(parser, args, model)
+    return parser, args
+
+
+def get_config(argv=None):
+    return runs.start_run(*parse(argv), MODEL)
 
 
 # --------------------------------------------------------------------------------- model
@@ -109,19 +113,19 @@ class Block(nn.Module):
 
 
 class MaskGIT(nn.Module):
-    def __init__(self, vocab_size, width=128, depth=4, heads=4, tokens=64, factors=None):
+    def __init__(self, vocab_size, width=128, depth=4, heads=4, length=64, parts=None):
         super().__init__()
         self.mask_id = vocab_size                                           # an id of its own
         self.embed = nn.Embedding(vocab_size + 1, width)
-        self.register_buffer("positions", sincos_positions(width, int(tokens ** 0.5)))
+        self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
         self.condition = ConditionEmbedding(width)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
-        # factors = (masks, colours): logits a_mask + b_colour, so p(code) = p(mask) p(colour), a product
+        # parts = (masks, colours): logits a_mask + b_colour, so p(code) = p(mask) p(colour), a product
         # that can put mass on a pair never seen together (a blue triangle edge) if each part was seen
-        self.factors = factors
-        self.head = nn.Linear(width, vocab_size if factors is None else sum(factors))
+        self.parts = parts
+        self.head = nn.Linear(width, vocab_size if parts is None else sum(parts))
         for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits at first
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
@@ -140,15 +144,22 @@ class MaskGIT(nn.Module):
         """Logits (B, T, V) over the codebook from the last block's output h (B, T, D)."""
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
         logits = self.head(modulate(self.final_norm(h), shift, scale))
-        if self.factors is None:
+        if self.parts is None:
             return logits
-        masks, colours = logits.split(self.factors, -1)                     # id = mask * colours + colour
+        masks, colours = logits.split(self.parts, -1)                     # id = mask * colours + colour
         return (masks[..., :, None] + colours[..., None, :]).flatten(-2)   # (B, T, V)
 
     def forward(self, ids, values, present):
         """Logits (B, T, V) at every position of ids (B, T), [MASK] allowed."""
         c, states = self.hidden_states(ids, values, present)
         return self.readout(states[-1], c)
+
+
+def build(config):
+    """The network a run trains, shaped by its config, and its tokenizer: the codebook (data.py)."""
+    codebook = data.load_tokenizer("codebook")
+    parts = (codebook.n_masks, codebook.n_colors) if config["factored_head"] else None
+    return MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], parts=parts), codebook
 
 
 # ------------------------------------------------------------------------------ masking
@@ -162,11 +173,11 @@ def mask_ratio(r, schedule="cosine"):
     raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
-def random_mask(batch, tokens, generator, schedule="cosine"):
+def random_mask(batch, length, generator, schedule="cosine"):
     """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
     r = torch.rand(batch, generator=generator)
-    count = (mask_ratio(r, schedule) * tokens).ceil().clamp(min=1)          # (B,)
-    rank = torch.rand(batch, tokens, generator=generator).argsort(1).argsort(1)
+    count = (mask_ratio(r, schedule) * length).ceil().clamp(min=1)          # (B,)
+    rank = torch.rand(batch, length, generator=generator).argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
 
@@ -182,18 +193,15 @@ def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
     generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
-    codebook = data.load_tokenizer("codebook")
-    training = data.TrainingData(config["data"], config["train_per_comp"], codebook.encode)
-    factors = (codebook.n_masks, codebook.n_colors) if config["factored_head"] else None
-    model = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
-    ema = MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"], factors=factors).to(device)
-    ema.load_state_dict(model.state_dict())
-    ema.requires_grad_(False)
+    model, tokenizer = build(config)
+    model = model.to(device)
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
+    ema = runs.ema_copy(model)                                              # the network evaluations use
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
                                   weight_decay=config["weight_decay"])
     step = 0
     if config["resume"]:
-        state = runs.load_checkpoint(config["out"])
+        state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
@@ -221,7 +229,8 @@ def train(config):
                 p_ema.lerp_(p, 1 - decay)
         progress.set_postfix(loss=f"{loss.item():.4f}")
         if step + 1 in evaluations:
-            metrics = evaluate(ema, codebook, config, step + 1, loss.item())
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
+                                    title=f"MaskGIT ({config['cond']}, {config['unmask']} unmasking)")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
@@ -231,23 +240,23 @@ def train(config):
 
 
 # ----------------------------------------------------------------------------- sampling
-def remask_count(s, steps, tokens, masked, schedule="cosine"):
+def remask_count(s, steps, length, masked, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
     schedule would not), none after the last step, and none once all are drawn (S > T)."""
     if s == steps - 1:
         return 0
-    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * tokens
+    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * length
     return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))
 
 
 @torch.no_grad()
-def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5, tokens=64,
+def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5, length=64,
            schedule="cosine"):
     """Parallel decoding: start all [MASK]; at step s sample every masked id, keep the most
     confident, and re-mask gamma((s+1)/S) T of them, so none is left after S steps."""
     device = next(model.parameters()).device
-    ids = torch.full((len(values), tokens), model.mask_id, device=device)
+    ids = torch.full((len(values), length), model.mask_id, device=device)
     for s in range(steps):
         masked = ids == model.mask_id
         with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
@@ -261,7 +270,7 @@ def sample(model, values, present, steps, generator, unmask="confidence", choice
         else:                                                               # a random order
             confidence = torch.rand(ids.shape, generator=generator).to(device)
         confidence = confidence.masked_fill(~masked, math.inf)              # decoded ids stay
-        remask = remask_count(s, steps, tokens, masked, schedule)
+        remask = remask_count(s, steps, length, masked, schedule)
         ids = torch.where(masked, drawn, ids)
         if remask > 0:
             lowest = confidence.argsort(1)[:, :remask]                      # least confident
@@ -270,18 +279,11 @@ def sample(model, values, present, steps, generator, unmask="confidence", choice
 
 
 # --------------------------------------------------------------------------- evaluation
-def evaluate(model, codebook, config, step, loss):
-    """Sample every composition, judge the samples and write the run files."""
-    model.eval()
-    rng = np.random.default_rng(config["seed"])                             # the same requests each time
-    bits = np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], config["samples_per_comp"], 0)
-    values, present = data.conditioning(data.sample_latents(bits, rng), config["cond"], train=False)
-    generator = torch.Generator().manual_seed(config["seed"] + 1)
+def draw(model, tokenizer, config, values, present, generator):
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
     ids = sample(model, values, present, config["sample_steps"], generator, config["unmask"],
                  config["choice_temperature"], schedule=config["mask_schedule"])
-    model.train()
-    return runs.record(config["out"], step, loss, codebook.decode(ids.cpu()).clip(0, 1), bits,
-                        title=f"{config['model']} ({config['cond']}, {config['unmask']} unmasking)")
+    return tokenizer.decode(ids.cpu()).clip(0, 1)
 
 
 def main(argv=None):

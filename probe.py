@@ -7,7 +7,7 @@
       shape is not in between, whose outline stays within about a pixel of the fit, with no
       hole, bite or second object, one class colour throughout (no chimera, no patch of the
       other colour; single specks are forgiven) and a size near the world's. The thresholds
-      (LEGIBLE) are set by the calibration suite (tests/calibration.py), not by model
+      (LEGIBLE) are set by the calibration suite (calibration.py), not by model
       samples: kinds a person accepts (wobbly, blurred, rounded, noisy, ragged, speckled,
       mottled, slightly off) must pass, >= 98% of each; kinds a person rejects (fragments,
       chimeras, colour patches, half-way morphs, holes, two objects) must fail, >= 97%.
@@ -28,7 +28,6 @@ its kept samples.
 """
 import math
 import os
-import sys
 
 import numpy as np
 import torch
@@ -417,8 +416,7 @@ def main(argv=None):
         rows.append((f"{name} round trip ({tokenizer.patch}x{tokenizer.patch} patches)", evaluate(roundtrip, bits)))
     print("the three readings (%) per composition, 250 images each")
     _table(rows)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests"))
-    from calibration import calibration_images                           # the suite lives with the tests
+    from calibration import calibration_images                           # the suite that defines legible
     accepted, rejected, asked = calibration_images(400, seed=1)
     print("\ncalibration (400 images a kind): accepted must be >= 98% composed, rejected >= 97% not legible")
     for name, batch in accepted.items():

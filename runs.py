@@ -1,10 +1,15 @@
-"""The run plumbing every generator shares: flags, the run folder, checkpoints, metrics.jsonl
-and the pictures. Nothing here is a method; the judge is probe.py.
+"""The run plumbing every generator shares: flags, the run folder, evaluations, checkpoints,
+metrics.jsonl and the pictures. Nothing here is a method; the judge is probe.py.
 
 A generator calls, in order:
     config = runs.start_run(parser, args, MODEL)   # after runs.add_common_arguments(parser, ...)
-    runs.run(MODEL, config, train)                 # train() calls runs.record() at each evaluation
+    runs.run(MODEL, config, train)                 # train() calls runs.evaluate() at each evaluation
+
+Sections, in call order: arguments -> start -> run -> the per-step helpers -> evaluation and
+record -> checkpoints -> pictures.
 """
+import copy
+import importlib
 import json
 import math
 import os
@@ -18,15 +23,256 @@ import torch
 import data
 import probe
 
+GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")   # the files that train a generator
 # The training settings that are constants in the code, the same in every generator; config.json keeps them.
 CONSTANTS = dict(warm_up_steps=200, adamw_betas=[0.9, 0.99], grad_clip_norm=1.0,
                  ema_decay="min(0.999, (1 + step) / (10 + step))", patch_size=4,
                  logit_normal_t="sigmoid(0.8 n + 0.8), n ~ N(0, 1) (dit.py, mar.py with --time-dist logit-normal)")
 SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
-_CLOCK = {"start": time.time(), "before": 0.0}      # wall time of the run, resumed runs included
 
 
-# ------------------------------------------------------------------------------ pictures
+# ------------------------------------------------------------------------------ arguments
+def add_common_arguments(parser, steps, eval_every, model, lr):
+    """The flags of the contract, the same in every generator; the defaults of steps, the first
+    evaluation and the peak learning rate are the script's."""
+    parser.add_argument("--steps", type=int, default=steps, help="training steps")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
+    parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
+    parser.add_argument("--cond-drop", type=float, default=0.1, help="hiding probability per factor")
+    parser.add_argument("--eval-every", type=int, default=eval_every,
+                        help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
+    parser.add_argument("--samples-per-comp", type=int, default=32)
+    parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
+    parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
+                        help="fixed: --train-per-comp images rendered once; fresh: new images every step")
+    parser.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
+                        help="after 200 warm-up steps: hold --lr, or decay it to 0 at --steps")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay")
+    parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="also keep each evaluation's EMA network, checkpoints/step_N.pt (for inside.py)")
+
+
+def resolve_device(name):
+    """'auto' -> cuda, then mps, then cpu; an explicit device must exist."""
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
+    if name == "auto":
+        return next(d for d in ("cuda", "mps", "cpu") if available[d])
+    if not available.get(name, False):
+        present = ", ".join(d for d, ok in available.items() if ok)
+        raise SystemExit(f"error: --device {name} is not available here; present: {present} (or auto)")
+    return name
+
+
+def generator(name):
+    """The generator file of that name (maskgit, dit, ...), imported: its parse, build, draw, SAMPLING."""
+    if name not in GENERATORS:
+        raise SystemExit(f"error: {name!r} is not a generator of this repository; they are {', '.join(GENERATORS)}")
+    return importlib.import_module(name)
+
+
+# ---------------------------------------------------------------------------------- start
+def start_run(parser, args, model):
+    """Validate flags, pick the device, guard the run folder, write config.json."""
+    for name in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    if args.eval_every > args.steps:
+        parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        parser.error(f"--lr must be a positive number, got {args.lr}")
+    if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
+        parser.error(f"--weight-decay must be a number >= 0, got {args.weight_decay}")
+    if not 0 <= args.cond_drop < 1:
+        parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
+    args.device = resolve_device(args.device)
+    checkpoint = os.path.join(args.out, "ckpt.pt")
+    if args.resume and not os.path.exists(checkpoint):
+        parser.error(f"--resume: no checkpoint at {checkpoint}")
+    if not args.resume and os.path.exists(os.path.join(args.out, "metrics.jsonl")):
+        parser.error(f"{args.out} already holds a run; pass --resume to continue it, or --out NEW_FOLDER")
+    config = dict(vars(args), model=model)
+    if args.resume:                                      # refuse before config.json is touched
+        check_resumable(args.out, model, config)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as error:
+        parser.error(f"--out {args.out}: cannot make this folder ({error.strerror})")
+    with open(os.path.join(args.out, "config.json"), "w") as f:
+        json.dump(dict(config, provenance=provenance(args.device), constants=CONSTANTS), f, indent=2)
+    return config
+
+
+def provenance(device):
+    """What a number depends on beyond the flags: the code's commit, the libraries, the threads and
+    the hardware (two runs with the same flags can differ in the last bits across any of these)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True).stdout.strip()
+    try:
+        commit, changes = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
+    except OSError:                                      # no git here: say so rather than guess
+        commit, changes = "unknown", ""
+    cpu = platform.processor() or platform.machine()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    return dict(commit=commit or "unknown", uncommitted_changes=bool(changes), torch=torch.__version__,
+                numpy=np.__version__, python=platform.python_version(), threads=torch.get_num_threads(),
+                omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpu=cpu, cpu_count=os.cpu_count(),
+                gpu=torch.cuda.get_device_name() if device == "cuda" else None)
+
+
+def check_resumable(out, model, config):
+    """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
+    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True).get("config", {})
+    if saved.get("model") != model:
+        raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
+    for key in [k for k in saved if k not in ("device", "resume", "out", "steps", "keep_checkpoints", "clock") and k in config]:
+        if saved[key] != config[key]:
+            raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks {config[key]!r}; "
+                             f"use the same settings to resume, or a new --out")
+
+
+# ------------------------------------------------------------------------------------ run
+def run(model, config, train):
+    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
+    print(f"{model}: device {config['device']}, run folder {config['out']}")
+    start_clock(config)
+    try:
+        metrics = train(config)
+    except KeyboardInterrupt:
+        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
+                         f"continue with --resume --out {config['out']}")
+    report(metrics)
+
+
+def start_clock(config, before=0.0):
+    """The wall time metrics.jsonl records counts from now, plus `before` seconds (a resumed run's)."""
+    config["clock"] = dict(start=time.time(), before=before)
+
+
+def report(metrics):
+    """The per-composition table (three readings) and the closing line of the contract."""
+    print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} {'probe':>6}")
+    for code in data.COMPOSITIONS:
+        print(f"{code:>5}  {probe.describe(code):<20} {data.split_of(code):<7} {100 * metrics['acc'][code]:7.1f}% "
+              f"{100 * metrics['fidelity'][code]:7.1f}% {100 * metrics['probe_acc'][code]:5.1f}%")
+    for name, reading in (("fidelity", "fidelity"), ("probe (the study's)", "probe_acc")):
+        means = probe.split_means(metrics[reading])
+        print(f"{name}: seen {100 * means['seen']:.1f} | level-1 {100 * means['level1']:.1f} | "
+              f"level-2 {100 * means['level2']:.1f}")
+    print(f"not one legible object {100 * metrics['malformed']:.1f}% | retrieval 1-NN {100 * metrics['retrieval_1nn']:.1f}%")
+    print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+
+
+# ----------------------------------------------------------------------- the per-step helpers
+def ema_copy(model):
+    """The EMA network: a copy that follows the trained one and is never trained itself."""
+    return copy.deepcopy(model).requires_grad_(False)
+
+
+def learning_rate(config, step):
+    """The ladder's one schedule: linear warm-up over 200 steps, then --lr held (constant) or
+    decayed to 0 at --steps along half a cosine: lr = lr_max (1 + cos(pi s / S)) / 2."""
+    warm_up = min(1.0, (step + 1) / 200)
+    if config["lr_schedule"] == "constant":
+        return config["lr"] * warm_up
+    progress = min(1.0, step / config["steps"])
+    return config["lr"] * warm_up * (1 + math.cos(math.pi * progress)) / 2
+
+
+def check_finite(loss, step, out):
+    """Stop at once on a non-finite loss, saying where the last good checkpoint is."""
+    if not torch.isfinite(loss):
+        kept = os.path.exists(os.path.join(out, "ckpt.pt"))
+        where = f"the last good checkpoint is kept in {out}" if kept else "no checkpoint was written yet"
+        raise SystemExit(f"error: loss is {loss.item()} at step {step}; {where}; try a lower --lr")
+
+
+def evaluation_steps(steps, first):
+    """first, first*sqrt2, first*2, ... and the last step: evenly spaced in log(step)."""
+    points, k = {steps}, 0
+    while round(first * 2 ** (k / 2)) < steps:
+        points.add(int(round(first * 2 ** (k / 2))))
+        k += 1
+    return points
+
+
+# ------------------------------------------------------------------------ evaluation and record
+def requests(n_per_code):
+    """The factor bits asked of each sample, n_per_code of each composition in order: (N, 3)."""
+    return np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], n_per_code, 0)
+
+
+def generate(draw, model, tokenizer, config, bits, seed):
+    """Images (N, H, W, 3) in [0, 1] asked for bits (N, 3), drawn as a run's evaluations draw them:
+    latents from seed, the sampler's random draws from seed + 1, so every evaluation asks the same."""
+    latents = data.sample_latents(bits, np.random.default_rng(seed))
+    values, present = data.conditioning(latents, config["cond"], train=False)
+    return np.asarray(draw(model, tokenizer, config, values, present, torch.Generator().manual_seed(seed + 1)))
+
+
+def evaluate(draw, model, tokenizer, config, step, loss, title):
+    """Sample every composition with the generator's draw, judge the samples, write the run files."""
+    model.eval()
+    bits = requests(config["samples_per_comp"])
+    images = generate(draw, model, tokenizer, config, bits, config["seed"])
+    model.train()
+    clock = config["clock"]
+    seconds = round(clock["before"] + time.time() - clock["start"], 1)   # until these samples were drawn
+    return record(config["out"], step, loss, images, bits, title, seconds)
+
+
+def record(out, step, loss, images, bits, title, seconds=0.0):
+    """Judge one evaluation's samples; write metrics.jsonl, samples/step_N.npz, samples.npz/png, curves.png."""
+    images = (np.clip(np.asarray(images, dtype=np.float32), 0, 1) * 255).round().astype(np.uint8)
+    bits = np.asarray(bits, dtype=np.int64)
+    metrics = dict(step=step, loss=float(loss), seconds=seconds, **probe.evaluate(images, bits))
+    with open(os.path.join(out, "metrics.jsonl"), "a") as f:
+        f.write(json.dumps(metrics) + "\n")
+    os.makedirs(os.path.join(out, "samples"), exist_ok=True)      # kept, so that a new judge can rejudge
+    np.savez_compressed(os.path.join(out, "samples", f"step_{step}.npz"), images=images, factors=bits)
+    np.savez_compressed(os.path.join(out, "samples.npz"), images=images, factors=bits)
+    save_samples_png(os.path.join(out, "samples.png"), images, bits, title=f"{title}, step {step}")
+    save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title)
+    return metrics
+
+
+def read_metrics(out):
+    path = os.path.join(out, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def save_checkpoint(out, **state):
+    """ckpt.pt, written atomically; with --keep-checkpoints also this evaluation's EMA network."""
+    data.save_atomic(state, os.path.join(out, "ckpt.pt"))
+    if state["config"].get("keep_checkpoints"):
+        kept = dict(ema=state["ema"], step=state["step"], config=state["config"])
+        data.save_atomic(kept, os.path.join(out, "checkpoints", f"step_{state['step']}.pt"))
+
+
+def load_checkpoint(config):
+    """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed, and the clock
+    goes on from the last kept evaluation's wall time."""
+    out = config["out"]
+    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
+    kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
+    start_clock(config, kept[-1].get("seconds", 0.0) if kept else 0.0)
+    with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(m) + "\n" for m in kept)
+    return state
+
+
+# ------------------------------------------------------------------------------- pictures
 def pyplot():
     import matplotlib
     matplotlib.use("Agg")
@@ -34,12 +280,12 @@ def pyplot():
     return plt
 
 
-def save_samples_png(path, images, factors, per_row=12, title=""):
+def save_samples_png(path, images, bits, per_row=12, title=""):
     """One labelled row per composition; the split is named and coloured on the label."""
     plt = pyplot()
     images = np.asarray(images)
     images = images if images.dtype == np.uint8 else (np.clip(images, 0, 1) * 255).astype(np.uint8)
-    codes = np.array([data.bits_to_code(f) for f in factors])
+    codes = np.array([data.bits_to_code(b) for b in bits])
     cell = data.IMAGE_SIZE + 2                                    # an image and a 2-pixel gap
     mosaic = np.full((8 * cell, per_row * cell, 3), 40, np.uint8)  # (8 rows, per_row columns) of images
     for row, code in enumerate(data.COMPOSITIONS):
@@ -87,217 +333,3 @@ def save_curves_png(path, history, title=""):
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)  # fixed margins: no layout pass
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-# --------------------------------------------------------- the run files of the contract
-def resolve_device(name):
-    """'auto' -> cuda, then mps, then cpu; an explicit device must exist."""
-    available = {"cpu": True, "cuda": torch.cuda.is_available(),
-                 "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
-    if name == "auto":
-        return next(d for d in ("cuda", "mps", "cpu") if available[d])
-    if not available.get(name, False):
-        present = ", ".join(d for d, ok in available.items() if ok)
-        raise SystemExit(f"error: --device {name} is not available here; present: {present} (or auto)")
-    return name
-
-
-def add_common_arguments(parser, steps, eval_every, model, lr):
-    """The flags of the contract, the same in every generator; the defaults of steps, the first
-    evaluation and the peak learning rate are the script's."""
-    parser.add_argument("--steps", type=int, default=steps, help="training steps")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
-    parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
-    parser.add_argument("--cond-drop", type=float, default=0.1, help="hiding probability per factor")
-    parser.add_argument("--eval-every", type=int, default=eval_every,
-                        help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
-    parser.add_argument("--samples-per-comp", type=int, default=32)
-    parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
-    parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
-                        help="fixed: --train-per-comp images rendered once; fresh: new images every step")
-    parser.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
-                        help="after 200 warm-up steps: hold --lr, or decay it to 0 at --steps")
-    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay")
-    parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
-    parser.add_argument("--keep-checkpoints", action="store_true",
-                        help="also keep each evaluation's EMA network, checkpoints/step_N.pt (for inside.py)")
-
-
-def start_run(parser, args, model):
-    """Validate flags, pick the device, guard the run folder, write config.json."""
-    for name in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    if args.eval_every > args.steps:
-        parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
-    if not (args.lr > 0 and math.isfinite(args.lr)):
-        parser.error(f"--lr must be a positive number, got {args.lr}")
-    if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
-        parser.error(f"--weight-decay must be a number >= 0, got {args.weight_decay}")
-    if not 0 <= args.cond_drop < 1:
-        parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
-    args.device = resolve_device(args.device)
-    checkpoint = os.path.join(args.out, "ckpt.pt")
-    if args.resume and not os.path.exists(checkpoint):
-        parser.error(f"--resume: no checkpoint at {checkpoint}")
-    if not args.resume and os.path.exists(os.path.join(args.out, "metrics.jsonl")):
-        parser.error(f"{args.out} already holds a run; pass --resume to continue it, or --out NEW_FOLDER")
-    config = dict(vars(args), model=model)
-    if args.resume:                                      # refuse before config.json is touched
-        check_resumable(args.out, model, config)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(dict(config, provenance=provenance(args.device), constants=CONSTANTS), f, indent=2)
-    return config
-
-
-def provenance(device):
-    """What a number depends on beyond the flags: the code's commit, the libraries, the threads and
-    the hardware (two runs with the same flags can differ in the last bits across any of these)."""
-    root = os.path.dirname(os.path.abspath(__file__))
-    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True).stdout.strip()
-    try:
-        commit, changes = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
-    except OSError:                                      # no git here: say so rather than guess
-        commit, changes = "unknown", ""
-    cpu = platform.processor() or platform.machine()
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    return dict(commit=commit or "unknown", uncommitted_changes=bool(changes), torch=torch.__version__,
-                numpy=np.__version__, python=platform.python_version(), threads=torch.get_num_threads(),
-                omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpu=cpu, cpu_count=os.cpu_count(),
-                gpu=torch.cuda.get_device_name() if device == "cuda" else None)
-
-
-def evaluation_steps(steps, first):
-    """first, first*sqrt2, first*2, ... and the last step: evenly spaced in log(step)."""
-    points, k = {steps}, 0
-    while round(first * 2 ** (k / 2)) < steps:
-        points.add(int(round(first * 2 ** (k / 2))))
-        k += 1
-    return points
-
-
-def learning_rate(config, step):
-    """The ladder's one schedule: linear warm-up over 200 steps, then --lr held (constant) or
-    decayed to 0 at --steps along half a cosine: lr = lr_max (1 + cos(pi s / S)) / 2."""
-    warm_up = min(1.0, (step + 1) / 200)
-    if config["lr_schedule"] == "constant":
-        return config["lr"] * warm_up
-    progress = min(1.0, step / config["steps"])
-    return config["lr"] * warm_up * (1 + math.cos(math.pi * progress)) / 2
-
-
-def read_metrics(out):
-    path = os.path.join(out, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def record(out, step, loss, images, factors, title):
-    """Judge one evaluation's samples; write metrics.jsonl, samples/step_N.npz, samples.npz/png, curves.png."""
-    images = (np.clip(np.asarray(images, dtype=np.float32), 0, 1) * 255).round().astype(np.uint8)
-    factors = np.asarray(factors, dtype=np.int64)
-    seconds = round(_CLOCK["before"] + time.time() - _CLOCK["start"], 1)    # until these samples were drawn
-    metrics = dict(step=step, loss=float(loss), seconds=seconds, **probe.evaluate(images, factors))
-    with open(os.path.join(out, "metrics.jsonl"), "a") as f:
-        f.write(json.dumps(metrics) + "\n")
-    os.makedirs(os.path.join(out, "samples"), exist_ok=True)      # kept, so that a new judge can rejudge
-    np.savez_compressed(os.path.join(out, "samples", f"step_{step}.npz"), images=images, factors=factors)
-    np.savez_compressed(os.path.join(out, "samples.npz"), images=images, factors=factors)
-    save_samples_png(os.path.join(out, "samples.png"), images, factors, title=f"{title}, step {step}")
-    save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title)
-    return metrics
-
-
-def check_finite(loss, step, out):
-    """Stop at once on a non-finite loss, saying where the last good checkpoint is."""
-    if not torch.isfinite(loss):
-        kept = os.path.exists(os.path.join(out, "ckpt.pt"))
-        where = f"the last good checkpoint is kept in {out}" if kept else "no checkpoint was written yet"
-        raise SystemExit(f"error: loss is {loss.item()} at step {step}; {where}; try a lower --lr")
-
-
-def save_checkpoint(out, **state):
-    """ckpt.pt, written atomically; with --keep-checkpoints also this evaluation's EMA network."""
-    data.save_atomic(state, os.path.join(out, "ckpt.pt"))
-    if state["config"].get("keep_checkpoints"):
-        kept = dict(ema=state["ema"], step=state["step"], config=state["config"])
-        data.save_atomic(kept, os.path.join(out, "checkpoints", f"step_{state['step']}.pt"))
-
-
-def with_flags_added_since(config):
-    """A run's config with the value each flag its config.json lacks stood for: a config without
-    time_dist drew t uniformly (dit.py, mar.py), one without mask_schedule hid tokens by the
-    cosine schedule, one without mixture_temperature drew GIVT's components from pi (tau = 1), one
-    without factored_head had MaskGIT's joint head."""
-    done = {}
-    if config.get("model") in ("dit", "mar"):
-        done["time_dist"] = "uniform"
-    if config.get("model") in ("maskgit", "jepa_maskgit", "givt", "mar"):
-        done["mask_schedule"] = "cosine"
-    if config.get("model") in ("maskgit", "jepa_maskgit"):
-        done["factored_head"] = False
-    if config.get("model") == "givt":
-        done["mixture_temperature"] = 1.0
-    return {**done, **config}
-
-
-def check_resumable(out, model, config):
-    """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
-    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True).get("config", {})
-    saved = with_flags_added_since(saved)
-    if saved.get("model") != model:
-        raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
-    for key in [k for k in saved if k not in ("device", "resume", "out", "steps", "keep_checkpoints") and k in config]:
-        if saved[key] != config[key]:
-            raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks {config[key]!r}; "
-                             f"use the same settings to resume, or a new --out")
-
-
-def load_checkpoint(out):
-    """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed."""
-    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
-    kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
-    _CLOCK["before"] = kept[-1].get("seconds", 0.0) if kept else 0.0
-    with open(os.path.join(out, "metrics.jsonl"), "w") as f:
-        f.writelines(json.dumps(m) + "\n" for m in kept)
-    return state
-
-
-def start_clock(before=0.0):
-    """The wall time that metrics.jsonl records counts from here, plus `before` seconds."""
-    _CLOCK.update(start=time.time(), before=before)
-
-
-def run(model, config, train):
-    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
-    print(f"{model}: device {config['device']}, run folder {config['out']}")
-    start_clock()
-    try:
-        metrics = train(config)
-    except KeyboardInterrupt:
-        raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
-                         f"continue with --resume --out {config['out']}")
-    report(metrics)
-
-
-def report(metrics):
-    """The per-composition table (three readings) and the closing line of the contract."""
-    print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} {'probe':>6}")
-    for code in data.COMPOSITIONS:
-        print(f"{code:>5}  {probe.describe(code):<20} {data.split_of(code):<7} {100 * metrics['acc'][code]:7.1f}% "
-              f"{100 * metrics['fidelity'][code]:7.1f}% {100 * metrics['probe_acc'][code]:5.1f}%")
-    for name, reading in (("fidelity", "fidelity"), ("probe (the study's)", "probe_acc")):
-        means = probe.split_means(metrics[reading])
-        print(f"{name}: seen {100 * means['seen']:.1f} | level-1 {100 * means['level1']:.1f} | "
-              f"level-2 {100 * means['level2']:.1f}")
-    print(f"not one legible object {100 * metrics['malformed']:.1f}% | retrieval 1-NN {100 * metrics['retrieval_1nn']:.1f}%")
-    print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")

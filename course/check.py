@@ -7,7 +7,7 @@
 
 The checks import the code in --dir (default: the repository this file sits in). A failed
 check is reported in a few lines: what it checks, what it expected and got, and which
-function to look at. The run trains the assignment's model for a few minutes and passes
+function to look at. The run trains the assignment's model (its minutes: assignments.toml) and passes
 when its samples of the seen compositions are read right often enough. Python 3.11 or newer.
 """
 import argparse

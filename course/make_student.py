@@ -23,12 +23,12 @@ from check import TASK, checks_of, load_assignments
 
 COURSE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(COURSE)
-MODULES = ["data.py", "probe.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py", "inside.py"]
+MODULES = ["data.py", "probe.py", "calibration.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py", "inside.py"]
 # What a student copy holds (a path, or a folder ending in /): the scripts, the checks and what
-# they run; tests/calibration.py for `python probe.py`, tests/test_ladder.py for the pasted copies.
+# they run; calibration.py for `python probe.py`, tests/test_ladder.py for the pasted copies.
 # Not: the answers (course/ANSWERS.md, course/mutations.py), the teachers' page, results/, tools/.
 HANDOUT = MODULES + ["README.md", "requirements.txt", ".gitignore", "course/check.py", "course/assignments.toml",
-                     "course/checks/", "tests/conftest.py", "tests/calibration.py", "tests/test_ladder.py"]
+                     "course/checks/", "tests/conftest.py", "tests/test_ladder.py"]
 RULE = re.compile(r"#\s*-{4,}")                 # a section rule, `# ---- sampling`: kept above a blanked function
 
 

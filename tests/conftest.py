@@ -12,7 +12,7 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # tests/calibration.py, tests/scripts.py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # tests/scripts.py
 
 
 @pytest.fixture(scope="session")

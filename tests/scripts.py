@@ -12,7 +12,6 @@ import sys
 import pytest
 import torch
 
-import runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8",
@@ -27,15 +26,12 @@ def run(script, *args):
 
 def main(script, *args):
     """The script's main(argv) in this process, for runs whose exit code and signals are not under
-    test; returns what it printed. The run plumbing's clock and torch's global random state are
-    put back afterwards, so that a run leaves nothing behind for the next test."""
+    test; returns what it printed. Torch's global random state is put back afterwards, so that a
+    run leaves nothing behind for the next test."""
     module = importlib.import_module(script[:-3])
-    clock, printed = dict(runs._CLOCK), io.StringIO()
-    try:
-        with torch.random.fork_rng(devices=[]), contextlib.redirect_stdout(printed):
-            module.main([str(a) for a in args])
-    finally:
-        runs._CLOCK.update(clock)
+    printed = io.StringIO()
+    with torch.random.fork_rng(devices=[]), contextlib.redirect_stdout(printed):
+        module.main([str(a) for a in args])
     return printed.getvalue()
 
 

@@ -52,7 +52,7 @@ def test_sampler_integrates_from_noise_to_the_predicted_image():
 
 def test_loss_falls_when_overfitting_one_batch():
     model = small_model()
-    x_0 = dit.Tokens("pixels").encode(data.make_dataset(["000", "001"], 4, seed=0)[0]).float()
+    x_0 = data.ContinuousTokenizer("pixels").encode(data.make_dataset(["000", "001"], 4, seed=0)[0]).float()
     latents = data.make_dataset(["000", "001"], 4, seed=0)[2]
     values, present = data.conditioning(latents, "continuous")
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
@@ -69,7 +69,7 @@ def test_loss_falls_when_overfitting_one_batch():
 def test_tokens_round_trip_for_each_tokenizer():
     images = data.make_dataset(data.COMPOSITIONS, 2, seed=5)[0]
     for name, dim, tolerance in (("pixels", 48, 1e-6), ("codebook", 48, 0.6), ("pca", 16, 0.6)):
-        tokens = dit.Tokens(name)
+        tokens = data.ContinuousTokenizer(name)
         encoded = tokens.encode(images)
         assert encoded.shape == (16, 64, dim) and tokens.dim == dim
         assert np.abs(tokens.decode(encoded) - images).max() <= tolerance

@@ -7,7 +7,6 @@ import importlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -237,19 +236,6 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path_factory, capsys):
     code, said = refused("dit.py", [*EIGHT, "--out", str(out), "--resume", "--seed", "5"], capsys)
     assert code == 1 and "seed=0, this run asks 5" in said
     assert (out / "config.json").read_text() == config                   # a refusal leaves the run as it was
-
-
-@pytest.mark.parametrize("script", ["dit.py", "mar.py"])
-def test_a_checkpoint_from_before_time_dist_resumes_only_with_uniform(script, tmp_path, tmp_path_factory, capsys):
-    """Checkpoints written before --time-dist have no time_dist: they drew t uniformly."""
-    out = tmp_path / "old"
-    shutil.copytree(finished(script, tmp_path_factory)[0], out)
-    state = torch.load(out / "ckpt.pt", weights_only=True)
-    del state["config"]["time_dist"]
-    torch.save(state, out / "ckpt.pt")
-    code, said = refused(script, [*EIGHT, "--out", str(out), "--resume"], capsys)
-    assert code == 1 and "time_dist='uniform', this run asks 'logit-normal'" in said
-    runs.check_resumable(str(out), script[:-3], {**state["config"], "time_dist": "uniform"})   # no refusal
 
 
 def hear_ctrl_c():

@@ -32,7 +32,7 @@ def test_the_reach_of_a_code_the_head_forbids_is_zero():
 
 def test_a_network_that_returns_the_truth_has_the_best_reach():
     images, bits = inside.real_images(1)
-    tokens = dit.Tokens("pixels")
+    tokens = data.ContinuousTokenizer("pixels")
     truth = tokens.encode(images).float()
 
     class Oracle(torch.nn.Module):
@@ -137,7 +137,7 @@ def test_bad_input_is_refused(tmp_path, capsys):
         inside.main([str(tmp_path)])
     (tmp_path / "ckpt.pt").write_bytes(b"")
     torch.save(dict(config=dict(model="gan"), ema={}, step=1), tmp_path / "ckpt.pt")
-    with pytest.raises(SystemExit, match="'gan', not a generator"):
+    with pytest.raises(SystemExit, match="'gan' is not a generator"):
         inside.main([str(tmp_path)])
     torch.save(dict(config=dict(model="ar"), ema={}, step=1), tmp_path / "ckpt.pt")
     with pytest.raises(SystemExit, match="is a run of ar.py"):

@@ -13,7 +13,7 @@ SHARED = {   # name -> the files that must hold the same copy
     "modulate": GENERATORS,
     "ConditionEmbedding": GENERATORS,
     "Block": GENERATORS,
-    "Tokens": ["dit.py", "givt.py", "mar.py", "ar.py"],
+    "SCALE_FLOOR": ["givt.py", "ar.py"],
     "log_density": ["givt.py", "ar.py"],
     "choose_component": ["givt.py", "ar.py"],
     "timestep_embedding": ["dit.py", "mar.py"],
@@ -25,10 +25,20 @@ SHARED = {   # name -> the files that must hold the same copy
 
 
 def definitions(path):
-    source = open(os.path.join(ROOT, path)).read()
-    tree = ast.parse(source)
-    return {node.name: ast.get_source_segment(source, node) for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    """name -> the whole lines of each top-level definition or constant, decorators and comments
+    on its last line included (a comment is part of what a reader reads)."""
+    lines = open(os.path.join(ROOT, path)).read().splitlines()
+    found = {}
+    for node in ast.parse("\n".join(lines)).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            name = node.name
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+        else:
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        found[name] = "\n".join(lines[first - 1:node.end_lineno])
+    return found
 
 
 @pytest.mark.parametrize("name", list(SHARED))
@@ -55,7 +65,9 @@ def test_the_generators_share_one_backbone_setting():
              'parser.add_argument("--heads", type=int, default=4)',
              'optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),\n'
              '                                  weight_decay=config["weight_decay"])',
-             'training = data.TrainingData(config["data"], config["train_per_comp"], ',
+             'model, tokenizer = build(config)',
+             'training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)',
+             'ema = runs.ema_copy(model)',
              'batch, latents = training.batch(config["batch_size"], generator)',
              'group["lr"] = runs.learning_rate(config, step)',
              'decay = min(0.999, (1 + step) / (10 + step))',
@@ -64,3 +76,21 @@ def test_the_generators_share_one_backbone_setting():
         source = open(os.path.join(ROOT, path)).read()
         for line in lines:
             assert line in source, f"{path} lacks: {line}"
+
+
+def test_the_copies_are_compared_with_their_comments():
+    """A comment at the end of a copied definition's last line is part of the copy."""
+    source = definitions("dit.py")["ConditionEmbedding"]
+    assert source.rstrip().endswith("# (B, D)"), source[-80:]
+
+
+def test_every_generator_offers_build_draw_and_its_sampling_settings():
+    """What tools/ and inside.py use of a generator, and nothing else: parse, build, draw, SAMPLING."""
+    import importlib
+    import runs
+    for name in runs.GENERATORS:
+        module = importlib.import_module(name)
+        parser, args = module.parse([])
+        model, tokenizer = module.build(vars(args))
+        assert all(key in vars(args) for key in module.SAMPLING), name
+        assert callable(module.draw) and hasattr(tokenizer, "decode") and sum(p.numel() for p in model.parameters())

@@ -39,7 +39,7 @@ def train_and_sample(model, loss, sample, steps, generator, lr=2e-3):
         return sample(model.eval(), values, present), BITS[:16]
 
 
-PIXELS = dit.Tokens("pixels")
+PIXELS = data.ContinuousTokenizer("pixels")
 TOKENS = PIXELS.encode(IMAGES).float()                                      # (N, 64, 48) in [-1, 1]
 CODEBOOK = data.load_tokenizer("codebook")
 IDS = CODEBOOK.encode(IMAGES)                                               # (N, 64)

@@ -18,7 +18,7 @@ def condition(n):
 
 def factored():
     torch.manual_seed(0)
-    model = maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4, factors=(MASKS, COLOURS))
+    model = maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4, parts=(MASKS, COLOURS))
     torch.nn.init.normal_(model.head.weight, std=0.5)
     torch.nn.init.normal_(model.final_modulation.weight, std=0.5)
     return model
@@ -50,9 +50,9 @@ def test_a_pair_never_trained_together_gets_mass_when_each_part_was_trained():
     ids = torch.tensor([3 * COLOURS + 0, 5 * COLOURS + 1] * 4)[:, None].repeat(1, 64)
     masked = torch.full_like(ids, MASKS * COLOURS)                         # every position hidden
     reach = {}
-    for name, factors in (("factored", (MASKS, COLOURS)), ("joint", None)):
+    for name, parts in (("factored", (MASKS, COLOURS)), ("joint", None)):
         torch.manual_seed(0)
-        model = maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4, factors=factors)
+        model = maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4, parts=parts)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
         for _ in range(150):
             loss = F.cross_entropy(model(masked, values, present).flatten(0, 1), ids.flatten())

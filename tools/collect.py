@@ -30,26 +30,38 @@ import probe  # noqa: E402
 import runs  # noqa: E402
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
-LADDER = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")     # rows in this order
-DEFAULTS = {   # every flag a setting is named by, at its default (not seed, out, resume, device)
-    "steps": 2000, "batch_size": 64, "lr": 1e-3, "lr_schedule": "constant", "weight_decay": 0.0, "data": "fixed",
-    "train_per_comp": 5000, "cond": "continuous", "cond_drop": 0.1, "eval_every": 250, "samples_per_comp": 32,
-    "width": 128, "depth": 4, "heads": 4, "tokenizer": "pixels", "sample_steps": 10, "mask_schedule": "cosine",
-    "label_smoothing": 0.0, "factored_head": False, "choice_temperature": 4.5, "jepa_weight": 0.6, "jepa_layers": [2, 3],
-    "jepa_momentum": 0.996, "components": 8, "temperature": 1.0, "mixture_temperature": 1.0,
-    "diffusion_steps": 25, "draws": 2, "time_dist": "logit-normal"}
-OWN_DEFAULTS = {"maskgit": {"unmask": "confidence"}, "jepa_maskgit": {"unmask": "confidence"},   # where a script differs
-                "givt": {"unmask": "random"}, "dit": {"sample_steps": 25, "lr": 2e-3},
-                "ar": {"head": "categorical", "tokenizer": "codebook"}}
+LADDER = runs.GENERATORS                                            # rows in this order
+# The paper's Shapes2D figures where it gives them (probe readings, seen / level-1 / level-2, %), arXiv
+# 2510.03075: the one place they are written; the tables set them beside the setting they match.
+PAPER = {
+    "maskgit.py": "85.6 / 52.4 / 0.7 (Table 4)",
+    "jepa_maskgit.py": "above MaskGIT (Fig. 6b)",
+    "givt.py": "level-2 about 50–85 (curves)",
+    "mar.py": "level-2 about 75–94 (curves)",
+    "dit.py": "97.3 / 99.0 / 96.9 (Table 4)",
+    "dit.py --cond dropout": "level-2 peaks near 39, then collapses (Fig. 4)",
+    "dit.py --cond discrete": "level-2 35–92, about 53 at the end (Fig. 4)",
+    "dit.py --cond discrete-dropout": "level-2 about 0 (Fig. 4)",
+    "maskgit.py --unmask random": "85.8 / 28.8 novel, against 85.6 / 39.5 by confidence (Table 3)",
+    "ar.py": "86.7 / 38.5 / 6.2 (Table 2)",
+    "ar.py --head gmm": "90.2 / 64.1 / 46.9 (Table 2, tokenizer not stated)",
+    "ar.py --head gmm --tokenizer codebook": "90.2 / 64.1 / 46.9 (Table 2, tokenizer not stated)",
+}
+NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints")
+
+
+def defaults(model):
+    """What `python <model>.py` runs: every flag at the default its own parser gives it."""
+    _, args = runs.generator(model).parse([])
+    return {k: v for k, v in vars(args).items() if k not in NOT_A_SETTING}
 
 
 def setting(config):
     """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
-    the defaults the scripts print (seed, folder and device left out)."""
-    defaults = {**DEFAULTS, **OWN_DEFAULTS.get(config["model"], {})}
-    config = runs.with_flags_added_since(config)
+    the defaults the script prints (seed, folder and device left out)."""
+    default = defaults(config["model"])
     value = lambda v: "" if v is True else " " + (",".join(map(str, v)) if isinstance(v, list) else str(v))
-    flags = [f"--{k.replace('_', '-')}{value(v)}" for k, v in sorted(config.items()) if k in defaults and defaults[k] != v]
+    flags = [f"--{k.replace('_', '-')}{value(v)}" for k, v in sorted(config.items()) if k in default and default[k] != v]
     name = " ".join([f"{config['model']}.py", *flags])
     return f"{name} (resampled)" if "resampled_from" in config else name   # tools/resample.py
 
@@ -76,9 +88,14 @@ def minutes(value):
     return "-" if value != value else f"{value:.1f} min"
 
 
-def mean_std(values, scale=100):
+def mean_std(values, scale=100, digits=1):
+    """'12.3 ± 4.5' over seeds (std divided by n), '12.3' for one; missing values left out, '-' for none."""
+    values = [v for v in values if v is not None and v == v]
+    if not values:
+        return "-"
     values = scale * np.asarray(values, dtype=float)
-    return f"{values.mean():.1f}" if len(values) == 1 else f"{values.mean():.1f} ± {values.std():.1f}"
+    text = f"{values.mean():.{digits}f}"
+    return text if len(values) == 1 else f"{text} ± {values.std():.{digits}f}"
 
 
 def add(folder, sources):
@@ -107,6 +124,8 @@ def load(folder, clock):
         seconds[model] = {m["step"]: m.get("seconds", float("nan")) for m in runs.read_metrics(os.path.join(root, clock))}
     members = []
     for name in names:
+        if not os.path.exists(os.path.join(root, name, "samples.npz")):    # not evaluated yet
+            continue
         config = json.load(open(os.path.join(root, name, "config.json")))
         history = runs.read_metrics(os.path.join(root, name))
         if config["model"] in seconds:
@@ -142,19 +161,22 @@ def draw(path, groups):
     plt.close(fig)
 
 
-def table(folder, groups, command):
+def table(groups, command):
+    paper = any(name in PAPER for name in groups)
     lines = [f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation, judged by probe.py "
              "(32 samples per composition unless the run says otherwise); mean ± std over seeds.", "",
              "## The three readings (%): composed / fidelity / probe", "",
              "| setting | seeds | steps | seen | level-1 | level-2 | not legible | "
-             + " | ".join(data.COMPOSITIONS) + " (composed) |", "|" + "---|" * 15]
+             + " | ".join(data.COMPOSITIONS) + " (composed) |" + " the paper (probe) |" * paper,
+             "|" + "---|" * (15 + paper)]
     for name, members in groups.items():
         finals = [history[-1] for _, _, history in members]
         cells = [" / ".join(mean_std([probe.split_means(f[key])[split] for f in finals]) for _, key in READINGS)
                  for split in ("seen", "level1", "level2")]
         lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
                      + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} | "
-                     + " | ".join(mean_std([f['acc'][c] for f in finals]) for c in data.COMPOSITIONS) + " |")
+                     + " | ".join(mean_std([f['acc'][c] for f in finals]) for c in data.COMPOSITIONS) + " |"
+                     + f" {PAPER.get(name, '')} |" * paper)
     lines += ["", "## Time to composition: the first evaluation where level-2 (composed) reaches 50% and 90%", "",
               "| setting | seed | 50%: step (wall time alone) | 90%: step (wall time alone) | level-2 at the end | grid |",
               "|---|---|---|---|---|---|"]
@@ -182,8 +204,27 @@ def summary(groups):
         finals = [history[-1] for _, _, history in members]
         cells = [mean_std([f[split] for f in finals]) for split in ("seen", "level1", "level2")]
         cells += [mean_std([f[key]["111"] for f in finals]) for key in ("fidelity", "probe_acc")]
-        rows.append(f"| `{name}` | {len(members)} | " + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} |")
+        rows.append(f"| `{name}` | {len(members)} | " + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} "
+                    f"| {PAPER.get(name, '')} |")
     return rows
+
+
+def write(folder, clock=None, command=None):
+    """Rebuild a results folder from its kept runs: each run's grid, novel.png and table.md."""
+    groups = load(folder, clock)
+    for members in groups.values():
+        for name, config, history in members:
+            kept = os.path.join(folder, "runs", name)
+            saved = np.load(os.path.join(kept, "samples.npz"))
+            runs.save_samples_png(os.path.join(kept, "samples.png"), saved["images"], saved["factors"],
+                                  title=f"{name}: {setting(config)}, step {history[-1]['step']}")
+    draw(os.path.join(folder, "novel.png"), groups)
+    where = "results/" + os.path.basename(os.path.normpath(folder))             # the same from any copy
+    command = command or " ".join(["python tools/collect.py", where] + (["--clock", clock] if clock else []))
+    text = table(groups, command)
+    with open(os.path.join(folder, "table.md"), "w") as f:
+        f.write(text)
+    return groups, text
 
 
 def main(argv=None):
@@ -194,19 +235,7 @@ def main(argv=None):
     parser.add_argument("--summary", action="store_true", help="also print the front page's rows")
     args = parser.parse_args(argv)
     add(args.folder, args.add)
-    groups = load(args.folder, args.clock)
-    for members in groups.values():
-        for name, config, history in members:
-            kept = os.path.join(args.folder, "runs", name)
-            saved = np.load(os.path.join(kept, "samples.npz"))
-            runs.save_samples_png(os.path.join(kept, "samples.png"), saved["images"], saved["factors"],
-                                  title=f"{name}: {setting(config)}, step {history[-1]['step']}")
-    draw(os.path.join(args.folder, "novel.png"), groups)
-    where = "results/" + os.path.basename(os.path.normpath(args.folder))        # the same from any copy
-    command = " ".join(["python tools/collect.py", where] + (["--clock", args.clock] if args.clock else []))
-    text = table(args.folder, groups, command)
-    with open(os.path.join(args.folder, "table.md"), "w") as f:
-        f.write(text)
+    groups, text = write(args.folder, args.clock)
     print(text, end="")
     if args.summary:
         print("\n".join(summary(groups)))

@@ -3,15 +3,12 @@
     python tools/gallery.py collect runs/dit        # pick 96 of a run's samples, draw sheets to label
     python tools/gallery.py label runs/dit FILE     # attach the person's labels (one letter a sample)
     python tools/gallery.py build                   # join the labelled runs into tests/gallery.npz
-    python tools/gallery.py sheets                  # draw the gallery, the judge's verdict beside
     python tools/gallery.py ceiling                 # the best agreement the calibration suite allows
 
-`collect` takes, from one run, 2 samples per composition at step 500, 4 at step 1000 and
-6 at step 2000 (the kept steps nearest to these), shuffles them so that the labeller does
-not see the step, and draws numbered sheets (runs/gallery/<run>_*.png) that show only the
-asked composition, never the judge's reading. A person writes one letter a sample, in
-order: r (right composition), w (wrong composition), x (not one legible object). `build`
-stores every labelled run in tests/gallery.npz, which tests/test_probe.py holds the judge to.
+`collect` takes 2, 4 and 6 samples per composition at steps 500, 1000 and 2000 (the nearest
+kept), shuffled so the labeller does not see the step, on numbered sheets that show only the
+asked composition, never the judge's reading. A person writes a letter a sample: r (right
+composition), w (wrong), x (not one legible object). tests/test_probe.py holds the judge to it.
 """
 import os
 import sys
@@ -89,27 +86,11 @@ def build():
     print(f"{len(joined['labels'])} labelled samples from {len(parts)} runs in {probe.GALLERY}")
 
 
-def sheets():
-    gallery = np.load(probe.GALLERY)
-    judge = probe.verdicts(gallery["images"], gallery["factors"])
-    notes = [f"person {LETTERS[p]} judge {LETTERS[j]}{'  <<' if p != j else ''}"
-             for p, j in zip(gallery["labels"], judge)]
-    os.makedirs(PENDING, exist_ok=True)
-    draw(gallery["images"], gallery["factors"], notes, os.path.join(PENDING, "judged"))
-    agreement, confusion = probe.gallery_agreement()
-    print(f"agreement {100 * agreement:.1f}% of {len(judge)}\n{confusion}")
-    runs_of = np.array([str(s).split(" step")[0] for s in gallery["sources"]])
-    for run in sorted(set(runs_of)):
-        mine = runs_of == run
-        print(f"  {run:<20} {100 * (judge[mine] == gallery['labels'][mine]).mean():5.1f}% of {mine.sum()}")
-
-
 def ceiling():
     """How far the gallery agreement can go without breaking the calibration suite: for each
     threshold of probe.LEGIBLE alone, the values the suite allows (every accepted kind >= 98%
     composed, every rejected kind <= 3% legible, seed 1 as in `python probe.py`), then the best
     agreement over a grid of the four thresholds behind most disagreements, allowed or not."""
-    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
     from calibration import calibration_images
     accepted, rejected, asked = calibration_images(400, seed=1)
     accepted = [probe.read_objects(probe.as_float(images)) for images in accepted.values()]
@@ -159,8 +140,6 @@ if __name__ == "__main__":
         label(sys.argv[2], sys.argv[3])
     elif command == ["build"]:
         build()
-    elif command == ["sheets"]:
-        sheets()
     elif command == ["ceiling"]:
         ceiling()
     else:

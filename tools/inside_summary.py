@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import collect  # noqa: E402
+from collect import mean_std  # noqa: E402
 import runs  # noqa: E402
 
 FACTORS = ("shape", "color", "size")
@@ -51,22 +52,13 @@ def add(folder, sources):
                     os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)), "inside.json"))
 
 
-def mean(values, scale=1.0, digits=1):
-    values = [v for v in values if v is not None and v == v]
-    if not values:
-        return "-"
-    values = scale * np.asarray(values, dtype=float)
-    text = f"{values.mean():.{digits}f}"
-    return text if len(values) == 1 else f"{text} ± {values.std():.{digits}f}"
-
-
 def reading_rows(kept):
     rows = ["| setting | seeds | seen | level-1 | level-2 | level-2 fidelity | level-2 probe |", "|---|---|---|---|---|---|---|"]
     for setting, results in kept.items():
         at = [r["readings"] for r in results if "readings" in r]
         rows.append(f"| `{setting}` | {len(results)} | " + " | ".join(
-            [mean([a[split] for a in at], 100) for split in ("seen", "level1", "level2")]
-            + [mean([a[key]["111"] for a in at], 100) for key in ("fidelity", "probe_acc")]) + " |")
+            [mean_std([a[split] for a in at], 100) for split in ("seen", "level1", "level2")]
+            + [mean_std([a[key]["111"] for a in at], 100) for key in ("fidelity", "probe_acc")]) + " |")
     return rows
 
 
@@ -77,9 +69,9 @@ def reach_rows(kept):
             scale, digits = (100, 2) if name.startswith(("p(", "mass")) else (1, 3)
             unit = " (%)" if scale == 100 else ""
             rows.append(f"| `{setting}` | {len(results)} | {name}{unit} | "
-                        + " | ".join(mean([r["reach"][name][split] for r in results], scale, digits)
+                        + " | ".join(mean_std([r["reach"][name][split] for r in results], scale, digits)
                                      for split in ("trained code", "untrained code"))
-                        + f" | {mean([r['reach']['untrained share of hidden positions'] for r in results], 100, 1)}% |")
+                        + f" | {mean_std([r['reach']['untrained share of hidden positions'] for r in results], 100, 1)}% |")
     return rows
 
 
@@ -88,9 +80,9 @@ def readout_rows(kept):
     rows = ["| setting | factor | " + " | ".join(layers) + " | shuffled labels |", "|---|---|" + "---|" * (len(layers) + 1)]
     for setting, results in kept.items():
         for factor in FACTORS:
-            cells = [mean([r["readout"][layer][factor]["level2"] for r in results if layer in r["readout"]], 100, 0)
+            cells = [mean_std([r["readout"][layer][factor]["level2"] for r in results if layer in r["readout"]], 100, 0)
                      for layer in layers]
-            control = mean([r["readout_shuffled"][factor]["level2"] for r in results], 100, 0)
+            control = mean_std([r["readout_shuffled"][factor]["level2"] for r in results], 100, 0)
             rows.append(f"| `{setting}` | {factor} | " + " | ".join(cells) + f" | {control} |")
     return rows
 
@@ -100,11 +92,11 @@ def unit_rows(kept):
             "| Jaccard, mean of pairs | weighted Jaccard | colour circuit: colour / shape drop | shape circuit: colour / shape drop |",
             "|---|---|---|---|---|---|---|---|---|"]
     for setting, results in kept.items():
-        accuracy = " / ".join(mean([r["accuracy"]["probe"][f] for r in results], 100, 0) for f in range(3))
-        poly = [mean([r["polysemanticity"]["probe"][group] for r in results], 1, 2) for group in ("heads", "units")]
-        jaccard = [mean([np.nanmean([p[kind] for p in r["overlap"].values()]) for r in results], 1, 2)
+        accuracy = " / ".join(mean_std([r["accuracy"]["probe"][f] for r in results], 100, 0) for f in range(3))
+        poly = [mean_std([r["polysemanticity"]["probe"][group] for r in results], 1, 2) for group in ("heads", "units")]
+        jaccard = [mean_std([np.nanmean([p[kind] for p in r["overlap"].values()]) for r in results], 1, 2)
                    for kind in ("jaccard", "weighted")]
-        drops = [" / ".join(mean([r["circuit_ablation"][c]["probe"][f] for r in results], 100, 1) for f in ("color", "shape"))
+        drops = [" / ".join(mean_std([r["circuit_ablation"][c]["probe"][f] for r in results], 100, 1) for f in ("color", "shape"))
                  for c in ("color circuit", "shape circuit")]
         rows.append(f"| `{setting}` | {len(results)} | {accuracy} | " + " | ".join(poly + jaccard + drops) + " |")
     return rows
@@ -118,8 +110,8 @@ def over_training_rows(kept):
         for step in steps:
             at = [r for result in results for r in result.get("over_training", []) if r["step"] == step]
             rows.append(f"| `{setting}` | {step} | "
-                        + " | ".join(mean([r["polysemanticity"]["probe"][g] for r in at], 1, 2) for g in ("heads", "units"))
-                        + " | " + " | ".join(mean([np.nanmean([p[k] for p in r["overlap"].values()]) for r in at], 1, 2)
+                        + " | ".join(mean_std([r["polysemanticity"]["probe"][g] for r in at], 1, 2) for g in ("heads", "units"))
+                        + " | " + " | ".join(mean_std([np.nanmean([p[k] for p in r["overlap"].values()]) for r in at], 1, 2)
                                              for k in ("jaccard", "weighted")) + " |")
     return rows
 

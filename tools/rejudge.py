@@ -3,12 +3,9 @@
     python tools/rejudge.py runs/dit runs/dit-seed1 ...          # a run folder: every evaluation
     python tools/rejudge.py results/ladder/runs/*                # a kept run: its last evaluation
 
-A run folder keeps every evaluation's samples (samples/step_N.npz), so each evaluation's
-readings are recomputed. A run kept under results/ keeps only its last samples (samples.npz):
-that evaluation is recomputed, and an earlier evaluation keeps its composed and fidelity
-readings but loses its probe reading (made by whichever probe was current then, it cannot
-be read again). metrics.jsonl keeps the loss and wall times; samples.png and curves.png are redrawn
-where the run keeps them.
+A run folder keeps every evaluation's samples (samples/step_N.npz); a run kept under results/
+only its last (samples.npz), so its earlier evaluations keep their composed and fidelity readings
+and lose the probe's, which cannot be read again. The loss and wall times are kept.
 """
 import argparse
 import json

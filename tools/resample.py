@@ -4,8 +4,8 @@
     python tools/resample.py runs/dit --out runs/resample/dit-S50 --set sample_steps=50
 
 Loads the run's checkpoint (its EMA weights, as the run's own evaluations use them), changes
-the named settings of its config, and calls the model file's own `evaluate` once, so the new
-folder holds the same files as a run (metrics.jsonl with one line at the checkpoint's step,
+the named settings of its config, and draws with the model file's own `draw` once, as its
+evaluations do, so the new folder holds the same files as a run (metrics.jsonl with one line at the checkpoint's step,
 samples, pictures) and `tools/collect.py` reads it like any other, as a setting marked
 "(resampled)". Only settings that sampling reads may change, checked as the script checks its
 flags; anything that shapes the network or its training is refused. Sampling is on the CPU
@@ -13,6 +13,8 @@ unless --device says otherwise; a run trained and sampled on a GPU is redrawn bi
 only there.
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -23,44 +25,32 @@ sys.path.insert(0, ROOT)
 import runs  # noqa: E402
 from inside import load_trained  # noqa: E402
 
-SAMPLING = {"dit": ("sample_steps",),
-            "mar": ("sample_steps", "diffusion_steps", "temperature"),
-            "givt": ("sample_steps", "unmask", "temperature", "mixture_temperature", "choice_temperature"),
-            "maskgit": ("sample_steps", "unmask", "choice_temperature"),
-            "jepa_maskgit": ("sample_steps", "unmask", "choice_temperature")}
-ALLOWED = {"sample_steps": (int, lambda v: v >= 1, "a positive integer"),        # as the scripts' own checks
-           "diffusion_steps": (int, lambda v: v >= 1, "a positive integer"),
-           "temperature": (float, lambda v: v >= 0, "a number >= 0"),
-           "mixture_temperature": (float, lambda v: v >= 0, "a number >= 0"),
-           "choice_temperature": (float, lambda v: v >= 0, "a number >= 0"),
-           "unmask": (str, lambda v: v in ("confidence", "random"), "confidence or random")}
 
-
-def parse_settings(model, pairs):
-    """['temperature=0', ...] -> {'temperature': 0.0}, each checked as the script checks its flag."""
+def parse_settings(module, pairs):
+    """['temperature=0', ...] -> {'temperature': 0.0}: each key one of the settings the generator's
+    sampling reads (its SAMPLING), each value read and checked by the generator's own parser."""
     changes = {}
     for pair in pairs:
-        key, equals, text = pair.partition("=")
+        key, _, text = pair.partition("=")
         key = key.replace("-", "_")
-        if key not in SAMPLING[model]:
-            raise SystemExit(f"error: --set {pair!r}: {model} samples with {', '.join(SAMPLING[model])}; "
+        if key not in module.SAMPLING:
+            raise SystemExit(f"error: --set {pair!r}: {module.MODEL} samples with {', '.join(module.SAMPLING)}; "
                              f"{key!r} is not one of them")
-        kind, valid, wanted = ALLOWED[key]
+        said = io.StringIO()
         try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if not equals or value is None or not valid(value):
-            raise SystemExit(f"error: --set {pair!r}: {key} must be {wanted}")
-        changes[key] = value
+            with contextlib.redirect_stderr(said):
+                _, args = module.parse([f"--{key.replace('_', '-')}", text])
+        except SystemExit:
+            raise SystemExit(f"error: --set {pair!r}: {said.getvalue().strip().splitlines()[-1].split('error: ')[-1]}")
+        changes[key] = getattr(args, key)
     return changes
 
 
 def resample(run, out, changes, device="cpu"):
     """Evaluate the run's EMA once with `changes`, into `out`. Its metrics line records the run's loss
     and wall time at the checkpoint's step, plus the seconds this sampling took."""
-    step, config, module, model, tokens = load_trained(run)
-    config.update(parse_settings(config["model"], changes), out=out, device=device, resampled_from=run)
+    step, config, module, model, tokenizer = load_trained(run)
+    config.update(parse_settings(module, changes), out=out, device=device, resampled_from=run)
     os.makedirs(out, exist_ok=True)
     for name in ("metrics.jsonl", "ckpt.pt"):
         if os.path.exists(os.path.join(out, name)):
@@ -69,8 +59,9 @@ def resample(run, out, changes, device="cpu"):
         json.dump(config, f, indent=2)
     before = [m for m in runs.read_metrics(run) if m["step"] == step]
     loss, seconds = (before[0]["loss"], before[0].get("seconds", 0.0)) if before else (float("nan"), 0.0)
-    runs.start_clock(before=seconds)
-    return module.evaluate(model.to(device), tokens, config, step, loss)
+    runs.start_clock(config, before=seconds)
+    return runs.evaluate(module.draw, model.to(device), tokenizer, config, step, loss,
+                         title=f"{os.path.basename(os.path.normpath(out))} (resampled)")
 
 
 def main(argv=None):

@@ -3,18 +3,14 @@
     python tools/timings.py                      # every generator, 40 steps and one evaluation each
     python tools/timings.py dit mar --steps 60   # some of them
 
-Each generator runs through its own command line (`--steps N --eval-every N` in a temporary
-folder) with timers wrapped around the functions a run calls: the training data (render and
-tokenize), the sampler, the tokens' decoding, the judge, the pictures, the kept samples and
-the checkpoint. A training step is the rest of the run divided by N, so the first steps'
-warm-up is included; the cost of a default run is then estimated as start-up + steps x step
-+ evaluations x evaluation, at the run's defaults. Run it alone on the machine: it measures
-wall time.
+Each generator runs its own main with timers around what a run calls: the training data (render
+and tokenize), its draw (sampling and decoding), the judge, the pictures, the kept samples, the
+checkpoint. A step is the rest divided by N (warm-up included); a default run is estimated as
+start-up + steps x step + evaluations x evaluation. Run it alone on the machine: it measures wall time.
 """
 import argparse
 import contextlib
 import functools
-import importlib
 import io
 import os
 import sys
@@ -29,7 +25,6 @@ import data  # noqa: E402
 import probe  # noqa: E402
 import runs  # noqa: E402
 
-GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")
 PARTS = ("training data", "sampling", "judge", "pictures", "kept samples", "checkpoint")
 
 
@@ -51,12 +46,11 @@ def timed(owner, name, part, clock):
 
 def profile(model, steps):
     """{part: seconds} for one run of `steps` steps and one evaluation, and the default run's shape."""
-    module = importlib.import_module(model)
-    sampler = importlib.import_module("maskgit") if model == "jepa_maskgit" else module
+    module = runs.generator(model)
     clock = {}
     patches = [timed(data.TrainingData, "__init__", "training data", clock),
-               timed(sampler, "sample", "sampling", clock),
-               timed(sampler, "evaluate", "evaluation", clock),
+               timed(module, "draw", "sampling", clock),
+               timed(runs, "evaluate", "evaluation", clock),
                timed(probe, "evaluate", "judge", clock),
                timed(runs, "save_samples_png", "pictures", clock),
                timed(runs, "save_curves_png", "pictures", clock),
@@ -70,12 +64,12 @@ def profile(model, steps):
             module.main(["--steps", str(steps), "--eval-every", str(steps), "--out", os.path.join(folder, "run"),
                          "--device", "cpu"])
             clock["total"] = time.perf_counter() - start
-            defaults = module.get_config(["--out", os.path.join(folder, "defaults")])
+            defaults = vars(module.parse([])[1])
     finally:
         for owner, name, original in patches:
             setattr(owner, name, original)
     clock["record"] = clock["evaluation"] - clock["sampling"]   # judge, pictures, npz: inside evaluation
-    clock["decoding and the rest"] = clock["record"] - clock["judge"] - clock["pictures"] - clock["kept samples"]
+    clock["the rest"] = clock["record"] - clock["judge"] - clock["pictures"] - clock["kept samples"]
     clock["step"] = (clock["total"] - clock["training data"] - clock["evaluation"] - clock["checkpoint"]) / steps
     clock["one evaluation"] = clock["evaluation"] + clock["checkpoint"]
     evaluations = len(runs.evaluation_steps(defaults["steps"], defaults["eval_every"]))
@@ -85,15 +79,15 @@ def profile(model, steps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="*", default=list(GENERATORS), help=f"some of {', '.join(GENERATORS)}")
+    parser.add_argument("models", nargs="*", default=list(runs.GENERATORS), help=f"some of {', '.join(runs.GENERATORS)}")
     parser.add_argument("--steps", type=int, default=40, help="training steps to time (then one evaluation)")
     args = parser.parse_args(argv)
-    unknown = [m for m in args.models if m not in GENERATORS]
+    unknown = [m for m in args.models if m not in runs.GENERATORS]
     if unknown:
-        parser.error(f"unknown generator {unknown[0]!r}; choose from {', '.join(GENERATORS)}")
+        parser.error(f"unknown generator {unknown[0]!r}; choose from {', '.join(runs.GENERATORS)}")
     if args.steps < 2:
         parser.error(f"--steps must be at least 2, got {args.steps}")
-    columns = ("training data", "step", "sampling", "decoding and the rest", "judge", "pictures", "kept samples",
+    columns = ("training data", "step", "sampling", "the rest", "judge", "pictures", "kept samples",
                "checkpoint", "one evaluation", "default run")
     print("| model | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))

@@ -2,10 +2,9 @@
 
     python tools/world.py        # writes results/world/world.png and prints the codebook's reach
 
-The picture: real images of all eight compositions, one row each (the judge's held-out
-images). The reach: MaskGIT predicts codebook ids, so a code that no training image contains
-is one it has never been asked for; this counts, for real images of the novel compositions,
-the share of tokens (and of distinct codes) absent from the generators' training tokens.
+The picture: real images of all eight compositions, one row each. The reach: for real images
+of the novel compositions, the share of codebook tokens (and of distinct codes) that no training
+image contains, codes MaskGIT's categorical head has never been asked for.
 """
 import argparse
 import os
