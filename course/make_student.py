@@ -26,7 +26,7 @@ ROOT = os.path.dirname(COURSE)
 MODULES = ["data.py", "probe.py", "calibration.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py", "inside.py"]
 # What a student copy holds (a path, or a folder ending in /): the scripts, the checks and what
 # they run; calibration.py for `python probe.py`, tests/test_ladder.py for the pasted copies.
-# Not: the answers (course/ANSWERS.md, course/mutations.py), the teachers' page, results/, tools/.
+# Not: the answers (course/ANSWERS.md, tests/mutations.py), the teachers' page, results/, tools/.
 HANDOUT = MODULES + ["README.md", "requirements.txt", ".gitignore", "course/check.py", "course/assignments.toml",
                      "course/checks/", "tests/conftest.py", "tests/test_ladder.py"]
 RULE = re.compile(r"#\s*-{4,}")                 # a section rule, `# ---- sampling`: kept above a blanked function

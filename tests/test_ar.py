@@ -119,3 +119,29 @@ def test_bad_head_and_tokenizer_are_refused(capsys, tmp_path):
     assert code == 2 and "--tokenizer pixels" in said and "codebook ids" in said
     code, said = refused(ar, ["--temperature", "-1", "--out", str(tmp_path / "c")], capsys)
     assert code == 2 and "--temperature must be" in said and "-1" in said
+
+
+def test_the_categorical_loss_scores_token_i_with_the_slot_that_saw_tokens_before_it():
+    """A spy network: it is shown tokens 0..62, and slot i's logits, scored against token i."""
+    model = small("categorical")
+    torch.nn.init.normal_(model.head.weight, std=0.2)
+    seen = []
+    forward = model.forward
+    model.forward = lambda prefix, *rest: seen.append(prefix.clone()) or forward(prefix, *rest)
+    x = tokens("categorical", 3)
+    values, present = condition(3)
+    loss = ar.next_token_loss(model, x, values, present)
+    assert torch.equal(seen[0], x[:, :-1])                                  # never token 63, nor any answer
+    logits = forward(x[:, :-1], values, present)
+    direct = -logits.log_softmax(-1).gather(-1, x[..., None])[..., 0].mean()
+    assert loss.item() == pytest.approx(direct.item(), rel=1e-5)
+
+
+def test_sampling_draws_ids_from_the_head_not_its_most_likely_one():
+    model = small("categorical").eval()
+    with torch.no_grad():
+        model.head.bias.fill_(-30.0)
+        model.head.bias[3], model.head.bias[7] = math.log(0.7), math.log(0.3)
+    values, present = condition(40)
+    x = ar.sample(model, values, present, torch.Generator().manual_seed(0))
+    assert abs((x == 7).float().mean().item() - 0.3) < 0.02               # 2,560 draws of p(7) = 0.3

@@ -17,8 +17,9 @@ def test_accepted_kinds_are_composed(kind):
 
 @pytest.mark.parametrize("kind", list(REJECTED))
 def test_rejected_kinds_are_not_legible(kind):
-    legible = probe.readings(REJECTED[kind], ASKED)["legible"]
-    assert legible.mean() <= 0.03, f"{kind}: {100 * legible.mean():.1f}% legible, want <= 3%"
+    judged = probe.readings(REJECTED[kind], ASKED)
+    assert judged["legible"].mean() <= 0.03, f"{kind}: {100 * judged['legible'].mean():.1f}% legible, want <= 3%"
+    assert judged["composed"].mean() <= 0.03, f"{kind}: composed without being legible"
 
 
 def test_the_suite_is_what_it_says():

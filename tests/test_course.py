@@ -17,7 +17,7 @@ COURSE = os.path.join(ROOT, "course")
 with open(os.path.join(COURSE, "assignments.toml"), "rb") as f:
     ASSIGNMENTS = tomllib.load(f)
 sys.path.insert(0, COURSE)
-from mutations import MUTATIONS  # noqa: E402
+from mutations import MUTATIONS  # noqa: E402   tests/mutations.py: the course's broken answers are rows of it
 
 
 def python(*args, cwd=ROOT):
@@ -69,7 +69,7 @@ def test_the_checks_fail_on_the_student_copy(name, student_copies):
     for spec in ASSIGNMENTS[name]["functions"]:
         path, qualname = spec.split("::")
         assert f"{name}: write {path}::{qualname}" in (out / path).read_text(), spec
-    assert not (out / "course" / "ANSWERS.md").exists() and not (out / "course" / "mutations.py").exists()
+    assert not (out / "course" / "ANSWERS.md").exists() and not (out / "tests" / "mutations.py").exists()
     passed, failed = summary(result.stdout)
     assert result.returncode != 0 and passed == 0 and failed >= 3, result.stdout[-3000:]
     output = result.stdout + result.stderr
@@ -105,7 +105,7 @@ def test_the_copy_is_small_and_holds_no_answer(name, student_copies):
     for folder in ("results", "tools", "runs", ".git"):
         assert not (out / folder).exists(), folder
     assert not (out / "tests" / "gallery.npz").exists() and not (out / "course" / "README.md").exists()
-    for assignment, path, right, _ in MUTATIONS:                          # the correct lines are gone
+    for path, right, _, _, assignment in MUTATIONS:                       # the correct lines are gone
         assert assignment != name or right not in (out / path).read_text(), (path, right)
     if name == "A3":                                                      # the formulas in the notes above noisy
         for answer in ("(1 - t) x_0 + t eps", "(x_t - x0_hat) / t"):

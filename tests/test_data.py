@@ -141,3 +141,29 @@ def test_bad_input_names_the_choices():
         data.conditioning(np.zeros((1, 7)), "fuzzy")
     with pytest.raises(ValueError, match="'vqgan'.*codebook, pca"):
         data.load_tokenizer("vqgan")
+
+
+def test_dropout_hides_each_factor_on_its_own():
+    """Each factor of each row is hidden independently: two given factors are both hidden about
+    p^2 of the time (0.09 at p = 0.3), not p (one draw for the row)."""
+    many = np.repeat(data.sample_latents([[1, 0, 1]], np.random.default_rng(0)), 20000, 0)
+    _, present = data.conditioning(many, "dropout", drop_prob=0.3, generator=torch.Generator().manual_seed(0))
+    hidden = ~present[:, :3]
+    assert abs((hidden[:, 0] & hidden[:, 1]).float().mean().item() - 0.09) < 0.01
+    assert abs(hidden.float().mean().item() - 0.3) < 0.01
+
+
+def test_the_codebook_reads_each_patch_as_its_nearest_mask_times_colour():
+    """encode picks the (mask, colour) pair of least squared error, id = mask * colours + colour:
+    no other pair is closer to the patch than the one it picked."""
+    codebook = data.load_tokenizer("codebook")
+    images = data.make_dataset(data.COMPOSITIONS, 2, seed=3)[0]
+    ids = codebook.encode(images)
+    patches = torch.as_tensor(data.patchify(images, 4)).float()            # (N, 64, 48)
+    picked = ((codebook.vectors(ids) - patches) ** 2).sum(-1)
+    every = (codebook.masks[:, None, :, None] * codebook.palette[None, :, None, :]).flatten(2)   # (M, C, 48)
+    best = torch.cdist(patches.flatten(0, 1), every.flatten(0, 1)).min(-1).values.view(picked.shape) ** 2
+    assert torch.allclose(picked, best, atol=1e-3)
+    mask_index, colour = ids // codebook.n_colors, ids % codebook.n_colors
+    assert torch.allclose(codebook.vectors(ids), (codebook.masks[mask_index][..., None]
+                                                  * codebook.palette[colour][..., None, :]).flatten(2))

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 import data
@@ -67,12 +68,16 @@ def test_loss_falls_when_overfitting_one_batch():
 
 
 def test_tokens_round_trip_for_each_tokenizer():
-    images = data.make_dataset(data.COMPOSITIONS, 2, seed=5)[0]
-    for name, dim, tolerance in (("pixels", 48, 1e-6), ("codebook", 48, 0.6), ("pca", 16, 0.6)):
-        tokens = data.ContinuousTokenizer(name)
-        encoded = tokens.encode(images)
-        assert encoded.shape == (16, 64, dim) and tokens.dim == dim
-        assert np.abs(tokens.decode(encoded) - images).max() <= tolerance
+    """Pixels exactly; the codebook and PCA within their quantisation: a mean error of about 0.006,
+    and at most 0.1% of the values off by more than 0.25 (a decoder of 0.5 everywhere is off by
+    0.3 on average, and on 87% of the values)."""
+    images = data.make_dataset(data.COMPOSITIONS, 8, seed=5)[0]
+    for name, dim in (("pixels", 48), ("codebook", 48), ("pca", 16)):
+        tokenizer = data.ContinuousTokenizer(name)
+        encoded = tokenizer.encode(images)
+        assert encoded.shape == (64, 64, dim) and tokenizer.dim == dim
+        error = np.abs(tokenizer.decode(encoded) - images)
+        assert error.mean() <= (1e-6 if name == "pixels" else 0.01) and (error > 0.25).mean() <= 1e-3, name
         assert -1.5 <= encoded.min() and encoded.max() <= 1.5 or name == "pca"
 
 
@@ -85,3 +90,81 @@ def test_training_times_lie_in_zero_one_and_logit_normal_leans_to_noise():
     assert abs(uniform.median() - 0.5) < 0.02
     assert abs(leaning.median() - torch.sigmoid(torch.tensor(0.8))) < 0.02    # median sigmoid(0.8) = 0.69
     assert (leaning < 0.1).float().mean() < 0.01 < (uniform < 0.1).float().mean()
+
+
+# ---------------------------------------------------------------- each method function, held directly
+def test_modulate_shifts_and_scales_around_one():
+    x, shift, scale = torch.randn(2, 5, 8), torch.randn(2, 1, 8), torch.randn(2, 1, 8)
+    assert torch.allclose(dit.modulate(x, shift, scale), x * (1 + scale) + shift)
+
+
+def test_a_block_is_adaln_attention_then_adaln_mlp():
+    """The block against a direct computation, with a condition that moves every shift, scale and gate."""
+    torch.manual_seed(0)
+    block = dit.Block(16, 4)
+    torch.nn.init.normal_(block.modulation.weight, std=0.3)
+    x, c = torch.randn(2, 9, 16), torch.randn(2, 16)
+    shift1, scale1, gate1, shift2, scale2, gate2 = block.modulation(torch.nn.functional.silu(c))[:, None].chunk(6, -1)
+    norm = lambda z: torch.nn.functional.layer_norm(z, (16,), eps=1e-6)
+    h = norm(x) * (1 + scale1) + shift1
+    x1 = x + gate1 * block.attention(h, h, h, need_weights=False)[0]
+    expected = x1 + gate2 * block.mlp(norm(x1) * (1 + scale2) + shift2)
+    assert torch.allclose(block(x, c), expected, atol=1e-6)
+
+
+def test_the_path_is_a_straight_line_between_image_and_noise():
+    x_0, eps = torch.randn(3, 64, 48), torch.randn(3, 64, 48)
+    t = torch.tensor([0.2, 0.5, 0.9])
+    assert torch.allclose(dit.noisy(x_0, t, eps), (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps)
+
+
+class Guess(torch.nn.Module):
+    """A stand-in DiT whose x0 guess depends on x_t and t."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x_t, t, values, present):
+        return 0.7 * x_t - t[:, None, None]
+
+
+def test_flow_loss_is_the_velocity_error_with_t_floored_at_005():
+    """The same draws in the same order (t, then eps): ||x0_hat - x_0||^2 / max(t, 0.05)^2."""
+    x_0 = torch.randn(256, 4, 3, generator=torch.Generator().manual_seed(0))
+    values, present = condition(256)
+    for kind in ("logit-normal", "uniform"):
+        loss = dit.flow_loss(Guess(), x_0, values, present, torch.Generator().manual_seed(1), kind)
+        g = torch.Generator().manual_seed(1)
+        t = dit.draw_time(256, kind, g)
+        eps = torch.randn(x_0.shape, generator=g)
+        x0_hat = Guess()(dit.noisy(x_0, t, eps), t, values, present)
+        expected = ((x0_hat - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
+        assert loss.item() == pytest.approx(expected.item(), rel=1e-5), kind
+    assert (dit.draw_time(256, "uniform", torch.Generator().manual_seed(1)) < 0.05).any()   # the floor is used
+
+
+def test_the_sampler_starts_from_unit_noise_and_steps_along_the_velocity():
+    """With a model that predicts x0 = 0, each Euler step scales x by t'/t: from t = 1 to t = 0.5
+    in one of two steps x is half its starting noise, which has unit variance."""
+    zero = Guess()
+    zero.forward = lambda x_t, t, values, present: torch.zeros_like(x_t)
+    values, present = condition(64)
+    first = dit.sample(zero, values, present, 48, 1, torch.Generator().manual_seed(0))   # t = 1 -> 0: x0 = 0
+    assert torch.count_nonzero(first) == 0
+    seen = []
+    zero.forward = lambda x_t, t, values, present: seen.append(x_t.clone()) or torch.zeros_like(x_t)
+    dit.sample(zero, values, present, 48, 2, torch.Generator().manual_seed(0))
+    assert abs(seen[0].std().item() - 1) < 0.01 and torch.allclose(seen[1], 0.5 * seen[0])
+
+
+def test_a_dit_reads_its_condition():
+    """Away from its zero start, the network's output moves when only the condition does."""
+    model = small_model()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    x, t = torch.randn(2, 64, 48), torch.rand(2)
+    latents = data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0))
+    values, present = data.conditioning(latents, "continuous", train=False)
+    with torch.no_grad():
+        assert not torch.allclose(model(x, t, values, present), model(x, t, values.flip(0), present), atol=1e-4)

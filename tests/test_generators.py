@@ -148,6 +148,14 @@ def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path, 
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_run_folder_that_cannot_be_made_is_refused_with_a_message(script, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    for out in ("/proc/x", str(tmp_path / "a-file" / "run")):             # not writable; under a file
+        code, said = refused(script, ["--out", out], capsys)
+        assert code == 2 and f"--out {out}: cannot make this folder" in said, said[-500:]
+
+
 @pytest.mark.parametrize("script", ["maskgit.py", "jepa_maskgit.py"])
 def test_maskgit_refuses_a_label_smoothing_outside_zero_one(script, capsys, tmp_path):
     code, said = refused(script, ["--label-smoothing", "1.0", "--out", str(tmp_path / "x")], capsys)

@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 import data
@@ -134,3 +135,115 @@ def test_mar_draws_every_token_exactly_once_for_any_number_of_decoding_steps(mon
         mar.sample(model, values, present, 48, steps, torch.Generator().manual_seed(0), diffusion_steps=1)
         assert sum(drawn) == 2 * 64, (steps, sum(drawn))
     assert mar.remask_count(70, 100, 64, torch.zeros(2, 64, dtype=torch.bool)) == 0
+
+
+# ---------------------------------------------------------------- each method function, held directly
+def direct_log_density(x, log_weights, means, scales):
+    """The mixture's log-density in float64, one component and one value at a time."""
+    x, log_weights, means, scales = (t.double() for t in (x, log_weights, means, scales))
+    per_component = log_weights + (-0.5 * ((x[..., None, :] - means) / scales) ** 2 - scales.log()
+                                   - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return torch.logsumexp(per_component, -1)
+
+
+def test_gmm_log_density_in_several_dimensions_with_unequal_components():
+    g = torch.Generator().manual_seed(0)
+    x, means = torch.randn(5, 3, generator=g), torch.randn(5, 2, 3, generator=g)
+    scales = torch.rand(5, 2, 3, generator=g) + 0.2
+    log_weights = torch.log(torch.tensor([0.8, 0.2])).expand(5, 2)
+    got = givt.log_density(x, log_weights, means, scales)
+    assert torch.allclose(got.double(), direct_log_density(x, log_weights, means, scales), atol=1e-5)
+
+
+def test_gmm_log_density_stays_finite_where_every_density_underflows():
+    """Scales of 0.001 and a token 0.05 away: each density is exp(-1250 * 48), 0 in float32; its log is not."""
+    x, means = torch.zeros(1, 48), torch.full((1, 2, 48), 0.05)
+    scales, log_weights = torch.full((1, 2, 48), 0.001), torch.log(torch.tensor([[0.5, 0.5]]))
+    got = givt.log_density(x, log_weights, means, scales)
+    assert torch.isfinite(got).all()
+    assert got.item() == pytest.approx(direct_log_density(x, log_weights, means, scales).item(), rel=1e-5)
+
+
+class FixedMixture(torch.nn.Module):
+    """A stand-in GIVT: the same mixture (log weights (T, K), means and scales (T, K, C)) at every
+    image; it keeps the masks it was given."""
+
+    def __init__(self, log_weights, means, scales):
+        super().__init__()
+        self.mixture, self.masks = (log_weights, means, scales), []
+        self.p = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x, mask, values, present):
+        self.masks.append(mask.clone())
+        return tuple(p.expand(len(x), *p.shape) for p in self.mixture)
+
+
+def test_givt_masked_loss_is_the_mixtures_nll_per_value_on_the_hidden_tokens():
+    g = torch.Generator().manual_seed(0)
+    mixture = (torch.randn(64, 2, generator=g).log_softmax(-1), torch.randn(64, 2, 5, generator=g),
+               torch.rand(64, 2, 5, generator=g) + 0.3)
+    x = torch.randn(3, 64, 5, generator=g)
+    values, present = condition(3)
+    loss = givt.masked_loss(FixedMixture(*mixture), x, values, present, torch.Generator().manual_seed(1))
+    mask = givt.random_mask(3, 64, torch.Generator().manual_seed(1))
+    nll = -direct_log_density(x, *(p.expand(3, *p.shape) for p in mixture))
+    assert loss.item() == pytest.approx((nll[mask].mean() / 5).item(), rel=1e-5)
+
+
+def test_givt_draws_tokens_from_the_mixture_not_its_mean():
+    """One component, mean 0.3, sigma 0.5: the drawn values spread as N(0.3, 0.5^2); at temperature 0
+    every token is the mean."""
+    mixture = (torch.zeros(64, 1), torch.full((64, 1, 4), 0.3), torch.full((64, 1, 4), 0.5))
+    values, present = condition(20)
+    x = givt.sample(FixedMixture(*mixture), values, present, 4, 3, torch.Generator().manual_seed(0))
+    assert abs(x.mean().item() - 0.3) < 0.02 and abs(x.std().item() - 0.5) < 0.02
+    cold = givt.sample(FixedMixture(*mixture), values, present, 4, 3, torch.Generator().manual_seed(0), temperature=0.0)
+    assert torch.allclose(cold, torch.full_like(cold, 0.3))
+
+
+def test_givt_confidence_commits_the_likeliest_tokens_first():
+    """Tokens 0-7 are drawn from a narrow Gaussian (high density), the rest from a wide one: with
+    unmask confidence and no Gumbel noise, the first of two steps commits all eight."""
+    scales = torch.full((64, 1, 4), 1.0)
+    scales[:8] = 0.01
+    model = FixedMixture(torch.zeros(64, 1), torch.zeros(64, 1, 4), scales)
+    values, present = condition(4)
+    givt.sample(model, values, present, 4, 2, torch.Generator().manual_seed(0), "confidence", choice_temperature=0.0)
+    still_hidden = model.masks[1]
+    assert not still_hidden[:, :8].any() and still_hidden.sum(1).eq(45).all()
+
+
+def test_alpha_bar_is_the_normalised_cosine_between_the_ends():
+    f = lambda u: math.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
+    for t in (0.25, 0.5, 0.9):
+        assert mar.alpha_bar(torch.tensor(t)).item() == pytest.approx(f(t) / f(0), rel=1e-5)
+
+
+class StubMAR(torch.nn.Module):
+    """A stand-in MAR: z at a position is its index, and the denoiser's guess depends on x_t, t and z."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x, mask, values, present):
+        return torch.arange(64, dtype=torch.float32)[None, :, None].expand(len(x), 64, 8) / 64
+
+    def diffusion(self, x_t, t, z):
+        return 0.5 * x_t + t[:, None] * z[:, :1] - 0.1
+
+
+def test_mar_masked_loss_is_a_direct_computation_of_eps_prediction():
+    """The same draws in the same order: the mask, then t (logit-normal), then eps; two draws a token."""
+    x = torch.randn(3, 64, 6, generator=torch.Generator().manual_seed(0))
+    values, present = condition(3)
+    model = StubMAR()
+    loss = mar.masked_loss(model, x, values, present, torch.Generator().manual_seed(1), draws=2)
+    g = torch.Generator().manual_seed(1)
+    mask = mar.random_mask(3, 64, g)
+    x_0, z = x[mask].repeat(2, 1), model(x, mask, values, present)[mask].repeat(2, 1)
+    t = torch.sigmoid(0.8 * torch.randn(len(x_0), generator=g) + 0.8)
+    eps = torch.randn(x_0.shape, generator=g)
+    a = mar.alpha_bar(t)[:, None]
+    x_t = a.sqrt() * x_0 + (1 - a).sqrt() * eps
+    assert loss.item() == pytest.approx(((model.diffusion(x_t, t, z) - eps) ** 2).mean().item(), rel=1e-5)

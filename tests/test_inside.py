@@ -1,4 +1,5 @@
 """inside.py: each reading on a case whose answer is known, and the command line on a tiny run."""
+import contextlib
 import json
 import math
 
@@ -145,3 +146,43 @@ def test_bad_input_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         inside.main([str(tmp_path / "missing")])
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_the_layer_probe_standardises_what_it_reads():
+    """The same code read at a scale of 1e4 and an offset of 5e3: a probe on standardised features
+    reads it as well as at unit scale."""
+    labels = torch.arange(400) % 2
+    x = labels[:, None].float() + 0.3 * torch.randn(400, 6, generator=torch.Generator().manual_seed(0))
+    for features in (x, 1e4 * x + 5e3):
+        predicted = inside.linear_probe(features[:300], labels[:300], features[300:])
+        assert (predicted == labels[300:]).float().mean() >= 0.95
+
+
+def test_the_circuit_ablation_takes_each_circuit_out_and_reports_the_drops(monkeypatch):
+    """A stand-in network whose drawings of 111 lose their colour while the colour circuit is out
+    and their shape while the shape circuit is: the colour circuit's colour drop is 100 points and
+    its shape drop 0, and the other way round."""
+    out = set()
+
+    @contextlib.contextmanager
+    def ablated(model, chosen, means, zero=False):
+        out.update(chosen)
+        yield model
+        out.difference_update(chosen)
+
+    def generate(config, module, model, tokenizer, bits, seed=0):
+        shown = bits.copy()
+        shown[:, 1] ^= "colour unit" in out                                 # blue drawn red
+        shown[:, 0] ^= "shape unit" in out                                  # triangle drawn round
+        return data.render(data.sample_latents(shown, np.random.default_rng(seed)))
+
+    monkeypatch.setattr(inside, "ablated", ablated)
+    monkeypatch.setattr(inside, "generate", generate)
+    sets = {"color": ["colour unit"], "shape": ["shape unit"], "size": []}
+    table = inside.circuit_ablation({}, None, None, None, sets, {}, n=16)
+    for circuit, dropped in (("color circuit", "color"), ("shape circuit", "shape")):
+        for reading in ("judge", "probe"):
+            drops = table[circuit][reading]
+            assert drops[dropped] == pytest.approx(1.0) and drops["size"] == 0, (circuit, reading, drops)
+            assert drops["shape" if dropped == "color" else "color"] == 0, (circuit, reading, drops)
+    assert not out                                                         # every unit back in

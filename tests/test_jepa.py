@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 import torch
 
 import data
@@ -26,7 +27,9 @@ def batch(n=8, vocab=64):
 
 
 def test_target_gets_no_gradient():
+    """Under stop-gradient, even a target whose weights would take a gradient gets none."""
     model, target, predictors = small()
+    target.requires_grad_(True)
     ids, values, present = batch()
     cross_entropy, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
                                                    torch.Generator().manual_seed(0), [2, 3])
@@ -91,3 +94,31 @@ def test_bad_jepa_flags(tmp_path, capsys):
         assert code == 2 and f"{flag} {message}" in said
     code, said = refused(["--jepa-layers", "two", "--out", str(tmp_path / "x")], capsys)
     assert code == 2 and "comma list of block indices" in said
+
+
+# ---------------------------------------------------------------- each method function, held directly
+def test_target_momentum_rises_linearly_from_its_start_to_one():
+    assert jepa_maskgit.target_momentum(0, 1000, 0.996) == 0.996
+    assert jepa_maskgit.target_momentum(500, 1000, 0.996) == pytest.approx(0.998)
+    assert jepa_maskgit.target_momentum(1000, 1000, 0.996) == pytest.approx(1.0)
+
+
+def test_jepa_losses_are_a_direct_computation():
+    """The context sees the hidden ids, the target the full ones; each chosen layer's prediction is
+    scored against the target's state, layer-normed, at the hidden positions; mean over layers."""
+    model, target, predictors = small()
+    torch.manual_seed(1)
+    for p in target.parameters():                                           # a target unlike the model
+        torch.nn.init.normal_(p, std=0.05)
+    ids, values, present = batch()
+    cross_entropy, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
+                                                   torch.Generator().manual_seed(2), [2, 3])
+    mask = maskgit.random_mask(*ids.shape, torch.Generator().manual_seed(2))
+    c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
+    _, targets = target.hidden_states(ids, values, present)
+    expected = sum(((predictor(context[layer][mask]) - torch.nn.functional.layer_norm(targets[layer][mask], (64,)))
+                    ** 2).mean() for predictor, layer in zip(predictors, [2, 3])) / 2
+    logits = model.readout(context[-1], c)
+    assert jepa.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert cross_entropy.item() == pytest.approx(
+        torch.nn.functional.cross_entropy(logits[mask], ids[mask]).item(), rel=1e-5)

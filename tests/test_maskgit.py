@@ -132,3 +132,75 @@ def test_label_smoothing_costs_a_sure_model_about_e_log_odds_and_zero_changes_no
     sure = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1))
     smoothed = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1), 0.1)
     assert sure < 1e-6 and abs(smoothed - 0.1 * 20 * 31 / 32) < 0.01
+
+
+# ---------------------------------------------------------------- each method function, held directly
+class Fixed(torch.nn.Module):
+    """A stand-in network: the same logits (T, V) for every image, whatever it is shown; it keeps
+    what it was shown, so a test can see which positions were hidden."""
+
+    def __init__(self, logits, mask_id=VOCAB):
+        super().__init__()
+        self.logits, self.mask_id, self.seen = logits, mask_id, []
+        self.p = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, ids, values, present):
+        self.seen.append(ids.clone())
+        return self.logits.expand(len(ids), -1, -1)
+
+
+def test_mask_ratio_is_cos_pi_r_over_2_between_the_ends():
+    r = torch.tensor([0.1, 0.3, 0.5, 0.8])
+    assert torch.allclose(maskgit.mask_ratio(r), torch.cos(math.pi / 2 * r))
+    assert torch.allclose(maskgit.mask_ratio(r, "linear"), 1 - r)
+
+
+def test_random_mask_hides_the_ceiling_of_gamma_r_T_with_r_drawn_first():
+    mask = maskgit.random_mask(500, 64, torch.Generator().manual_seed(3))
+    r = torch.rand(500, generator=torch.Generator().manual_seed(3))           # the same first draw
+    expected = (torch.cos(math.pi / 2 * r) * 64).ceil().clamp(min=1)
+    assert torch.equal(mask.sum(1), expected.long())
+
+
+def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_alone():
+    logits = torch.randn(64, VOCAB, generator=torch.Generator().manual_seed(0))
+    model = Fixed(logits)
+    ids = torch.randint(VOCAB, (6, 64), generator=torch.Generator().manual_seed(1))
+    values, present = condition(6)
+    loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(2))
+    mask = maskgit.random_mask(6, 64, torch.Generator().manual_seed(2))
+    assert torch.equal(model.seen[0], ids.masked_fill(mask, VOCAB))          # hidden exactly there
+    log_p = logits.log_softmax(-1).expand(6, -1, -1).gather(-1, ids[..., None])[..., 0]
+    assert loss.item() == pytest.approx(-log_p[mask].mean().item(), rel=1e-5)
+
+
+def test_remask_count_follows_the_schedule_and_never_goes_below_zero():
+    full = torch.ones(1, 64, dtype=torch.bool)
+    for schedule, gamma in (("cosine", lambda r: math.cos(math.pi / 2 * r)), ("linear", lambda r: 1 - r)):
+        counts = [maskgit.remask_count(s, 10, 64, full, schedule) for s in range(10)]
+        assert counts == [math.floor(gamma((s + 1) / 10) * 64) for s in range(9)] + [0], schedule
+    assert maskgit.remask_count(3, 100, 64, torch.zeros(1, 64, dtype=torch.bool)) == 0   # all drawn
+    two_left = torch.zeros(1, 64, dtype=torch.bool)
+    two_left[0, :2] = True
+    assert maskgit.remask_count(0, 100, 64, two_left) == 1                 # one fewer than now, at least
+
+
+def test_decoding_commits_the_most_confident_ids_first():
+    """Positions 0-7 are sure of their id, the rest flat: the first of two steps commits 64 - 45
+    = 19 ids, among them all eight sure ones (no Gumbel noise on the confidence here)."""
+    logits = torch.zeros(64, VOCAB)
+    logits[:8, 5] = 20.0
+    model = Fixed(logits)
+    values, present = condition(4)
+    maskgit.sample(model, values, present, 2, torch.Generator().manual_seed(0), choice_temperature=0.0)
+    after_first = model.seen[1] != VOCAB                                    # committed by step 1
+    assert (after_first.sum(1) == 64 - math.floor(math.cos(math.pi / 4) * 64)).all()
+    assert after_first[:, :8].all() and (model.seen[1][:, :8] == 5).all()
+
+
+def test_decoding_draws_ids_from_the_head_not_its_most_likely_one():
+    logits = torch.full((64, VOCAB), -30.0)
+    logits[:, 0], logits[:, 1] = math.log(0.7), math.log(0.3)
+    values, present = condition(50)
+    ids = maskgit.sample(Fixed(logits), values, present, 1, torch.Generator().manual_seed(0))
+    assert abs((ids == 1).float().mean().item() - 0.3) < 0.02              # 3,200 draws of p(1) = 0.3

@@ -74,6 +74,7 @@ def test_the_study_probe_reads_raw_pixels_not_centred_ones(real):
     moved = np.roll(images[:20], 3, axis=2)
     study, reader = probe.load_probe("study"), probe.load_probe("reader")
     with torch.no_grad():
+        assert np.array_equal(study.predict(images), study(probe.raw_pixels(images)).argmax(-1).numpy())
         assert (study(probe.raw_pixels(images[:20])) - study(probe.raw_pixels(moved))).abs().max() > 0.1
         assert torch.allclose(reader(probe.features(images[:20])), reader(probe.features(moved)), atol=1e-4)
 

@@ -77,7 +77,7 @@ def test_the_probe_reads_a_linear_code_and_not_noise():
     generator = torch.Generator().manual_seed(0)
     labels = torch.randint(2, (400,), generator=generator)
     code = torch.randn(16, generator=generator)
-    x = torch.randn(400, 16, generator=generator) + 50 + labels[:, None] * code   # a large offset: standardise
+    x = torch.randn(400, 16, generator=generator) + labels[:, None] * code + 1e3   # a large offset: standardise
     predicted = inside.linear_probe(x[:300], labels[:300], x[300:])
     assert predicted.shape == (100,), "one 0/1 prediction per test row"
     accuracy = (predicted == labels[300:]).float().mean().item()
