@@ -354,3 +354,35 @@ def cache_path(kind, settings=()):
              TRIANGLE_SCALE, POSITION_JITTER)
     key = hashlib.sha1(repr((kind, settings, world)).encode()).hexdigest()[:12]
     return os.path.join(CACHE_DIR, f"{kind}-{key}.pt")
+
+
+# ------------------------------------------------------------ Objects: how many, and where
+# The second world (objects.py): N small discs of one colour on the same 32x32 canvas, each at
+# its own cell of a 5x5 grid of cells 6 px apart, jittered by up to 0.5 px, so that two never
+# touch. The latents are the positions, (x, y) in pixels, one row an object.
+GRID = np.array([4.0, 10.0, 16.0, 22.0, 28.0])                  # cell centres along each axis
+CELLS = np.stack(np.meshgrid(GRID, GRID, indexing="xy"), -1).reshape(-1, 2)   # (25, 2), row-major
+DISC_RADIUS = 1.8          # with the 0.5 px soft edge, discs 5 px apart stay 0.4 px apart
+OBJECT_COLOR = CLASS_COLORS[0]
+
+
+def sample_positions(counts, rng, jitter=0.5):
+    """For each n of counts: n distinct cells, jittered, as an (n, 2) float32 array of (x, y)."""
+    found = []
+    for n in counts:
+        if not 0 <= n <= len(CELLS):
+            raise ValueError(f"cannot place {n} objects: the grid holds 0 to {len(CELLS)}")
+        chosen = CELLS[rng.choice(len(CELLS), n, replace=False)]
+        found.append((chosen + rng.uniform(-jitter, jitter, chosen.shape)).astype(np.float32))
+    return found
+
+
+def render_objects(positions):
+    """Images (N, H, W, 3) float32: a disc at each (x, y) of each list entry, anti-aliased as render's."""
+    images = np.zeros((len(positions), IMAGE_SIZE, IMAGE_SIZE, 3), np.float32)
+    for image, points in zip(images, positions):
+        if len(points):
+            points = np.asarray(points, dtype=np.float32)
+            discs, _ = outline_distances(np.full(len(points), DISC_RADIUS, np.float32), points[:, 0], points[:, 1])
+            image[:] = coverage_of(discs).max(0)[..., None] * OBJECT_COLOR
+    return images

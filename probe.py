@@ -294,6 +294,38 @@ def legible(objects, rule=LEGIBLE):
             & ((objects["circle_score"] <= rule["circle_below"]) | (objects["w"] >= rule["triangle_above"])))
 
 
+# ---------------------------------------------------------- objects: how many, and where
+OBJECT_AREA = (5, 20)      # pixels of one drawn disc of objects.py (a clean one covers about 12)
+
+
+def find_objects(image, threshold=0.3):
+    """The objects of one image: 8-connected parts of its bright pixels (max channel > threshold),
+    as (centroid (x, y) in pixels, area in pixels); parts of one or two pixels are specks, left out."""
+    bright = np.asarray(image).max(-1) > threshold
+    labels = _components(bright[None])[0]
+    found = []
+    for label in np.unique(labels[labels > 0]):
+        ys, xs = np.nonzero(labels == label)
+        if len(xs) > 2:
+            found.append(((xs.mean() + 0.5, ys.mean() + 0.5), len(xs)))
+    return found
+
+
+def objects_right(image, asked, reach=2.0):
+    """One image drew what was asked: as many objects as asked positions, each of a disc's area,
+    each within `reach` pixels of its own asked position (and so none elsewhere)."""
+    found = find_objects(image)
+    if len(found) != len(asked):
+        return False
+    free = [tuple(p) for p in np.asarray(asked, dtype=np.float64).reshape(-1, 2)]
+    for (x, y), area in found:
+        near = [p for p in free if (p[0] - x) ** 2 + (p[1] - y) ** 2 <= reach ** 2]
+        if not near or not OBJECT_AREA[0] <= area <= OBJECT_AREA[1]:
+            return False
+        free.remove(near[0])                       # objects sit 5 px apart: at most one is near
+    return True
+
+
 # --------------------------------------------------------------------------- evaluation
 _JUDGE = {}
 

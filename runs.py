@@ -23,7 +23,8 @@ import torch
 import data
 import probe
 
-GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")   # the files that train a generator
+GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")   # the files that train on Shapes2D
+MODELS = GENERATORS + ("objects",)      # and objects.py, dit.py's method in the world of many objects
 # The training settings that are constants in the code, the same in every generator; config.json keeps them.
 CONSTANTS = dict(warm_up_steps=200, adamw_betas=[0.9, 0.99], grad_clip_norm=1.0,
                  ema_decay="min(0.999, (1 + step) / (10 + step))", patch_size=4,
@@ -32,22 +33,26 @@ SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
 
 
 # ------------------------------------------------------------------------------ arguments
-def add_common_arguments(parser, steps, eval_every, model, lr):
+def add_common_arguments(parser, steps, eval_every, model, lr, shapes2d=True):
     """The flags of the contract, the same in every generator; the defaults of steps, the first
-    evaluation and the peak learning rate are the script's."""
+    evaluation and the peak learning rate are the script's. shapes2d=False (objects.py, another
+    world) leaves out the flags of Shapes2D's condition and training set."""
     parser.add_argument("--steps", type=int, default=steps, help="training steps")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
-    parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
-    parser.add_argument("--cond-drop", type=float, default=0.1, help="hiding probability per factor")
+    if shapes2d:
+        parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
+        parser.add_argument("--cond-drop", type=float, default=0.1, help="hiding probability per factor")
     parser.add_argument("--eval-every", type=int, default=eval_every,
                         help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
-    parser.add_argument("--samples-per-comp", type=int, default=32)
-    parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
-    parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
-                        help="fixed: --train-per-comp images rendered once; fresh: new images every step")
+    parser.add_argument("--samples-per-comp", type=int, default=32,
+                        help="samples per composition (objects.py: per number of objects asked)")
+    if shapes2d:
+        parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
+        parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
+                            help="fixed: --train-per-comp images rendered once; fresh: new images every step")
     parser.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
                         help="after 200 warm-up steps: hold --lr, or decay it to 0 at --steps")
     parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay")
@@ -71,15 +76,15 @@ def resolve_device(name):
 
 def generator(name):
     """The generator file of that name (maskgit, dit, ...), imported: its parse, build, draw, SAMPLING."""
-    if name not in GENERATORS:
-        raise SystemExit(f"error: {name!r} is not a generator of this repository; they are {', '.join(GENERATORS)}")
+    if name not in MODELS:
+        raise SystemExit(f"error: {name!r} is not a generator of this repository; they are {', '.join(MODELS)}")
     return importlib.import_module(name)
 
 
 # ---------------------------------------------------------------------------------- start
 def start_run(parser, args, model):
     """Validate flags, pick the device, guard the run folder, write config.json."""
-    for name in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp"):
+    for name in [n for n in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp") if n in vars(args)]:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
     if args.eval_every > args.steps:
@@ -88,7 +93,7 @@ def start_run(parser, args, model):
         parser.error(f"--lr must be a positive number, got {args.lr}")
     if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
         parser.error(f"--weight-decay must be a number >= 0, got {args.weight_decay}")
-    if not 0 <= args.cond_drop < 1:
+    if not 0 <= vars(args).get("cond_drop", 0) < 1:
         parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
     args.device = resolve_device(args.device)
     checkpoint = os.path.join(args.out, "ckpt.pt")
@@ -139,8 +144,8 @@ def check_resumable(out, model, config):
 
 
 # ------------------------------------------------------------------------------------ run
-def run(model, config, train):
-    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table."""
+def run(model, config, train, closing=None):
+    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table (report's, or closing's)."""
     print(f"{model}: device {config['device']}, run folder {config['out']}")
     start_clock(config)
     try:
@@ -148,7 +153,7 @@ def run(model, config, train):
     except KeyboardInterrupt:
         raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
                          f"continue with --resume --out {config['out']}")
-    report(metrics)
+    (closing or report)(metrics)
 
 
 def start_clock(config, before=0.0):
@@ -223,24 +228,38 @@ def evaluate(draw, model, tokenizer, config, step, loss, title):
     bits = requests(config["samples_per_comp"])
     images = generate(draw, model, tokenizer, config, bits, config["seed"])
     model.train()
+    return record(config["out"], step, loss, images, bits, title, elapsed(config))
+
+
+def elapsed(config):
+    """Seconds of the run until now, resumed runs' earlier seconds included."""
     clock = config["clock"]
-    seconds = round(clock["before"] + time.time() - clock["start"], 1)   # until these samples were drawn
-    return record(config["out"], step, loss, images, bits, title, seconds)
+    return round(clock["before"] + time.time() - clock["start"], 1)
 
 
 def record(out, step, loss, images, bits, title, seconds=0.0):
     """Judge one evaluation's samples; write metrics.jsonl, samples/step_N.npz, samples.npz/png, curves.png."""
-    images = (np.clip(np.asarray(images, dtype=np.float32), 0, 1) * 255).round().astype(np.uint8)
+    images = as_uint8(images)
     bits = np.asarray(bits, dtype=np.int64)
     metrics = dict(step=step, loss=float(loss), seconds=seconds, **probe.evaluate(images, bits))
-    with open(os.path.join(out, "metrics.jsonl"), "a") as f:
-        f.write(json.dumps(metrics) + "\n")
-    os.makedirs(os.path.join(out, "samples"), exist_ok=True)      # kept, so that a new judge can rejudge
-    np.savez_compressed(os.path.join(out, "samples", f"step_{step}.npz"), images=images, factors=bits)
-    np.savez_compressed(os.path.join(out, "samples.npz"), images=images, factors=bits)
+    keep(out, metrics, images=images, factors=bits)
     save_samples_png(os.path.join(out, "samples.png"), images, bits, title=f"{title}, step {step}")
     save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title)
     return metrics
+
+
+def as_uint8(images):
+    return (np.clip(np.asarray(images, dtype=np.float32), 0, 1) * 255).round().astype(np.uint8)
+
+
+def keep(out, metrics, **samples):
+    """One evaluation's line in metrics.jsonl, and its samples in samples/step_N.npz (kept, so that a
+    new judge can read the run again) and samples.npz (the last evaluation's)."""
+    with open(os.path.join(out, "metrics.jsonl"), "a") as f:
+        f.write(json.dumps(metrics) + "\n")
+    os.makedirs(os.path.join(out, "samples"), exist_ok=True)
+    np.savez_compressed(os.path.join(out, "samples", f"step_{metrics['step']}.npz"), **samples)
+    np.savez_compressed(os.path.join(out, "samples.npz"), **samples)
 
 
 def read_metrics(out):

@@ -30,7 +30,7 @@ import probe  # noqa: E402
 import runs  # noqa: E402
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
-LADDER = runs.GENERATORS                                            # rows in this order
+LADDER = runs.MODELS                                                # rows in this order
 # The paper's Shapes2D figures where it gives them (probe readings, seen / level-1 / level-2, %), arXiv
 # 2510.03075: the one place they are written; the tables set them beside the setting they match.
 PAPER = {
@@ -46,6 +46,9 @@ PAPER = {
     "ar.py": "86.7 / 38.5 / 6.2 (Table 2)",
     "ar.py --head gmm": "90.2 / 64.1 / 46.9 (Table 2, tokenizer not stated)",
     "ar.py --head gmm --tokenizer codebook": "90.2 / 64.1 / 46.9 (Table 2, tokenizer not stated)",
+    "objects.py": "succeeds, 0-10 asked (2509.16447, Fig. 1; by eye)",
+    "objects.py --cond one": "fails (2509.16447; by eye)",
+    "objects.py --cond one --locality local": "succeeds again (2509.16447; by eye)",
 }
 NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints")
 
@@ -141,19 +144,19 @@ def load(folder, clock):
     return groups
 
 
-def draw(path, groups):
+def draw(path, groups, curves=(("level2", "-"), ("level1", "--")), label="composed (%): level-2 solid, level-1 dashed"):
     """Level-1 (dashed) and level-2 (solid), composition reading, over training: mean over seeds."""
     plt = runs.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for (name, members), color in zip(groups.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3):
         steps = sorted(set.intersection(*[{m["step"] for m in history} for _, _, history in members]))
-        for split, style in (("level2", "-"), ("level1", "--")):
+        for split, style in curves:
             mean = [100 * np.mean([next(m[split] for m in history if m["step"] == s) for _, _, history in members])
                     for s in steps]
             ax.plot(steps, mean, style, color=color, marker="o", markersize=3,
-                    label=f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''})" if split == "level2" else None)
+                    label=f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''})" if style == "-" else None)
     runs.log_step_axis(ax)
-    ax.set_ylabel("composed (%): level-2 solid, level-1 dashed")
+    ax.set_ylabel(label)
     ax.set_ylim(-3, 103)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -196,6 +199,25 @@ def table(groups, command):
     return "\n".join(lines) + "\n"
 
 
+def objects_table(groups, command):
+    """objects.py's runs: drawn exactly as asked, by the number asked; found and extra at 8; locality."""
+    lines = [f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation; mean ± std over seeds.",
+             "", "## Drawn exactly as asked (%), by the number of objects asked (training shows 1 to 3)", "",
+             "| setting | seeds | steps | " + " | ".join(map(str, range(9))) + " | 1-3 | 4-8 | 8 asked: found (%) / extra "
+             "| locality (%) at t = 0.2 / 0.5 / 0.8 | the paper |", "|" + "---|" * 18]
+    for name, members in groups.items():
+        finals = [history[-1] for _, _, history in members]
+        lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
+                     + " | ".join(mean_std([f["exact"][str(n)] for f in finals]) for n in range(9)) + " | "
+                     + " | ".join(mean_std([f[k] for f in finals]) for k in ("trained", "beyond"))
+                     + f" | {mean_std([f['found']['8'] for f in finals])} / {mean_std([f['extra']['8'] for f in finals], 1)} | "
+                     + " / ".join(mean_std([f["locality"][t] for f in finals], 100, 0) for t in ("0.2", "0.5", "0.8"))
+                     + f" | {PAPER.get(name, '')} |")
+    lines += ["", "Grids: " + ", ".join(f"[{n}](runs/{n}/samples.png)" for m in groups.values() for n, _, _ in m),
+              "", "![1-3 asked (dashed) and 4-8 (solid) over training](novel.png)"]
+    return "\n".join(lines) + "\n"
+
+
 def summary(groups):
     """The front page's rows: per setting, the composed reading of each split, level-2's fidelity and
     probe readings, and the share not legible (mean ± std over seeds)."""
@@ -212,16 +234,22 @@ def summary(groups):
 def write(folder, clock=None, command=None):
     """Rebuild a results folder from its kept runs: each run's grid, novel.png and table.md."""
     groups = load(folder, clock)
+    objects = all(config["model"] == "objects" for members in groups.values() for _, config, _ in members)
     for members in groups.values():
         for name, config, history in members:
             kept = os.path.join(folder, "runs", name)
             saved = np.load(os.path.join(kept, "samples.npz"))
-            runs.save_samples_png(os.path.join(kept, "samples.png"), saved["images"], saved["factors"],
-                                  title=f"{name}: {setting(config)}, step {history[-1]['step']}")
-    draw(os.path.join(folder, "novel.png"), groups)
+            title = f"{name}: {setting(config)}, step {history[-1]['step']}"
+            if objects:
+                runs.generator("objects").save_grid(os.path.join(kept, "samples.png"), saved["images"], saved["counts"],
+                                                    saved["points"], title)
+            else:
+                runs.save_samples_png(os.path.join(kept, "samples.png"), saved["images"], saved["factors"], title=title)
+    draw(os.path.join(folder, "novel.png"), groups, *[(("beyond", "-"), ("trained", "--")), "drawn exactly (%): "
+                                                      "4-8 asked solid, 1-3 dashed"] * objects)
     where = "results/" + os.path.basename(os.path.normpath(folder))             # the same from any copy
     command = command or " ".join(["python tools/collect.py", where] + (["--clock", clock] if clock else []))
-    text = table(groups, command)
+    text = (objects_table if objects else table)(groups, command)
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(text)
     return groups, text

@@ -132,15 +132,8 @@ def ceiling():
 
 
 if __name__ == "__main__":
-    command = sys.argv[1:2]
-    if command == ["collect"]:
-        for folder in sys.argv[2:]:
-            collect(folder)
-    elif command == ["label"]:
-        label(sys.argv[2], sys.argv[3])
-    elif command == ["build"]:
-        build()
-    elif command == ["ceiling"]:
-        ceiling()
+    verbs = {"collect": lambda *folders: [collect(f) for f in folders], "label": label, "build": build, "ceiling": ceiling}
+    if sys.argv[1:2] and sys.argv[1] in verbs:
+        verbs[sys.argv[1]](*sys.argv[2:])
     else:
         raise SystemExit(__doc__)

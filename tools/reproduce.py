@@ -1,15 +1,13 @@
-"""Every Shapes2D experiment in one command: the runs, then each question's table, built by collect.py.
+"""Every experiment in one command: the runs, then each question's table, built by collect.py.
 
     python tools/reproduce.py --budget quick     # short runs, the early stage: over an hour on 2 CPU cores
-    python tools/reproduce.py --budget default   # each script's own budget, 3 seeds: about 8 hours of 2 cores
-    python tools/reproduce.py --budget full      # the long runs the story needs: days on a CPU, under
-                                                 # an hour on one H200 (eight runs share each GPU)
+    python tools/reproduce.py --budget default   # each script's own budget, 3 seeds: about 10 hours of 2 cores
+    python tools/reproduce.py --budget full      # the long runs: days on a CPU, under an hour on one H200
     python tools/reproduce.py --budget default --list | parallel -j 2   # your own scheduler: a command a line
 
-Each run is a generator's own command line into runs/suite-<budget>/<question>/runs/<name>-seed<k>,
-so that each question's folder reads like results/<question>/ and `python tools/collect.py` builds
-its table (table.md, novel.png and each run's grid, with the paper's numbers beside ours). Running
-the command again skips finished runs and resumes interrupted ones; --report-only rebuilds the tables.
+Runs go to runs/suite-<budget>/<question>/runs/<name>-seed<k>, so that each question's folder reads
+like results/<question>/ and `python tools/collect.py` builds its table there. Running it again skips
+finished runs and resumes interrupted ones; --report-only rebuilds the tables.
 """
 import argparse
 import collections
@@ -46,8 +44,10 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                "ar-gmm": ("ar.py", ["--head", "gmm"])},
     "conditioning": {f"dit-{mode}": ("dit.py", ["--cond", mode]) for mode in ("dropout", "discrete", "discrete-dropout")},
     "unmasking": {"maskgit-random": ("maskgit.py", ["--unmask", "random"])},
+    "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
+                for cond, where in (("all", "global"), ("one", "global"), ("one", "local"), ("all", "local"))},
 }
-LONG = "long-runs"           # the time course: seed 0 of the ladder's four rungs goes on to long_steps
+LONG = "long-runs"           # the time course: seed 0 of the ladder's four rungs to long_steps
 # One of these small runs alone leaves a GPU mostly waiting: on an H200, dit.py trained at 41 steps/s alone,
 # 91 / 181 / 258 steps/s in all with 2 / 4 / 8 copies started at once.
 RUNS_PER_GPU = 8
@@ -55,36 +55,27 @@ RUNS_PER_GPU = 8
 
 # ------------------------------------------------------------------------------------ runs
 def command(script, flags, seed, budget, folder, steps, device):
-    """The run's own command line, every budget setting spelled out."""
+    """The run's own command line, every budget setting spelled out (objects.py renders new images each step)."""
+    data = ["--train-per-comp", str(budget["train_per_comp"])] * (script != "objects.py")
     return [sys.executable, os.path.join(ROOT, script), "--steps", str(steps), "--seed", str(seed),
-            "--eval-every", str(budget["eval_every"]), "--samples-per-comp", str(budget["samples_per_comp"]),
-            "--train-per-comp", str(budget["train_per_comp"]), "--batch-size", str(budget["batch_size"]),
-            "--device", device, "--out", folder, *flags]
+            "--eval-every", str(budget["eval_every"]), "--samples-per-comp", str(budget["samples_per_comp"]), *data,
+            "--batch-size", str(budget["batch_size"]), "--device", device, "--out", folder, *flags]
 
 
 def jobs(runs_dir, budget, device):
-    """[(folder, steps, command line, question, name, seed)], question by question, seed by seed."""
+    """[(folder, steps, command line)], question by question, seed by seed; then the time course:
+    seed 0 of the ladder's four rungs to long_steps (a run of its own, from step 0)."""
     found = []
     for question, members in QUESTIONS.items():
         for seed in budget["seeds"]:
             for name, (script, flags) in members.items():
                 folder = os.path.join(runs_dir, question, "runs", f"{name}-seed{seed}")
-                found.append((folder, budget["steps"], command(script, flags, seed, budget, folder, budget["steps"],
-                                                               device), question, name, seed))
+                found.append((folder, budget["steps"], command(script, flags, seed, budget, folder, budget["steps"], device)))
+    for name, (script, flags) in QUESTIONS["ladder"].items():
+        folder = os.path.join(runs_dir, LONG, "runs", f"{name}-seed0")
+        if name != "jepa_maskgit":
+            found.append((folder, budget["long_steps"], command(script, flags, 0, budget, folder, budget["long_steps"], device)))
     return found
-
-
-def continue_longer(job, runs_dir, budget, device):
-    """After seed 0 of a rung of the ladder: the same run, continued to long_steps (the time course)."""
-    folder, steps, _, question, name, seed = job
-    if question != "ladder" or name == "jepa_maskgit" or seed != 0 or steps == budget["long_steps"]:
-        return None
-    longer = os.path.join(runs_dir, LONG, "runs", f"{name}-seed0")
-    if not os.path.exists(longer):
-        shutil.copytree(folder, longer, ignore=shutil.ignore_patterns("wall_seconds.txt", "log.txt"))
-    script, flags = QUESTIONS[question][name]
-    return (longer, budget["long_steps"], command(script, flags, 0, budget, longer, budget["long_steps"], device),
-            LONG, name, 0)
 
 
 def finished(folder, steps):
@@ -116,10 +107,9 @@ def execute(job, slot, workers, gpus):
     return code, seconds
 
 
-def run_all(todo, workers, gpus, follow_up=lambda job: None):
-    """Run jobs on `workers` slots at once; follow_up(job) may name a job that continues a finished
-    one, and it runs next. Returns the folders of failed runs. Ctrl-C stops the runs (each keeps its
-    last checkpoint) and starts no more."""
+def run_all(todo, workers, gpus):
+    """Run jobs on `workers` slots at once. Returns the folders of failed runs. Ctrl-C stops the runs
+    (each keeps its last checkpoint) and starts no more."""
     todo, failed, lock, stop = collections.deque(todo), [], threading.Lock(), threading.Event()
     bar = tqdm(total=len(todo), desc="runs", unit="run")
 
@@ -137,13 +127,8 @@ def run_all(todo, workers, gpus, follow_up=lambda job: None):
                 if code:
                     failed.append(where)
                     tqdm.write(f"FAILED {where} (exit {code}); see {where}/log.txt")
-                else:
-                    if seconds:
-                        tqdm.write(f"done   {where} in {seconds / 60:.1f} min")
-                    after = follow_up(job)
-                    if after:
-                        todo.appendleft(after)
-                        bar.total += 1
+                elif seconds:
+                    tqdm.write(f"done   {where} in {seconds / 60:.1f} min")
                 bar.update()
 
     threads = [threading.Thread(target=worker, args=(slot,), daemon=True) for slot in range(workers)]
@@ -170,15 +155,12 @@ def report(runs_dir):
     index = ["# The study, rebuilt", ""]
     for question in [*QUESTIONS, LONG]:
         folder = os.path.join(runs_dir, question)
-        kept = os.path.join(folder, "runs")
-        done = sorted(n for n in os.listdir(kept) if runs.read_metrics(os.path.join(kept, n))) \
+        kept = os.path.join(folder, "runs")                      # collect reads the evaluated runs only
+        done = [n for n in os.listdir(kept) if os.path.exists(os.path.join(kept, n, "samples.npz"))] \
             if os.path.isdir(kept) else []
         if not done:
             index.append(f"- {question}: no run has finished an evaluation yet")
             continue
-        for name in os.listdir(kept):                         # collect reads finished evaluations only
-            if name not in done:
-                shutil.rmtree(os.path.join(kept, name))
         collect.write(folder, clock=None, command=f"python tools/collect.py {os.path.relpath(folder, ROOT)}")
         index.append(f"- [{question}]({question}/table.md): {len(done)} runs")
     with open(os.path.join(runs_dir, "README.md"), "w") as f:
@@ -204,20 +186,16 @@ def main(argv=None):
     budget = BUDGETS[args.budget]
     runs_dir = args.runs or os.path.join(ROOT, "runs", f"suite-{args.budget}")
     todo = jobs(runs_dir, budget, args.device)
-    if args.list:                      # the time course as runs of their own: from step 0 to long_steps
-        longer = [(os.path.join(runs_dir, LONG, "runs", f"{name}-seed0"), QUESTIONS["ladder"][name])
-                  for name in QUESTIONS["ladder"] if name != "jepa_maskgit"]
-        lines = [job[2] for job in todo] + [command(script, flags, 0, budget, folder, budget["long_steps"], args.device)
-                                            for folder, (script, flags) in longer]
-        for argv in lines:
-            print(" ".join(["python", *(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a for a in argv[1:])]))
+    if args.list:                                             # a command a line, for a scheduler of your own
+        for job in todo:
+            print(" ".join(["python", *(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a for a in job[2][1:])]))
         return
     import torch
     gpus = torch.cuda.device_count() if args.device in ("auto", "cuda") else 0
     workers = args.workers or max(1, min(RUNS_PER_GPU * gpus, os.cpu_count() or 1))
     failed, start = [], time.time()
     if not args.report_only:
-        failed = run_all(todo, workers, gpus, lambda job: continue_longer(job, runs_dir, budget, args.device))
+        failed = run_all(todo, workers, gpus)
     index = report(runs_dir)
     print("\n".join(index))
     print(f"tables in {os.path.relpath(runs_dir)}/<question>/table.md; this call took {(time.time() - start) / 60:.1f} min")
