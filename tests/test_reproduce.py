@@ -125,7 +125,7 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
 
 
 @pytest.mark.parametrize("script, change", [("givt.py", "mixture_temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
-                                            ("mar.py", "diffusion_steps=3")])
+                                            ("mar.py", "diffusion_steps=3"), ("ar.py", "temperature=0")])
 def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_run, capsys, script, change):
     import numpy as np
     import resample
@@ -143,14 +143,16 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert line["step"] == 4 and line["loss"] == last["loss"]
     capsys.readouterr()
+    bad, empty = (("temperature=-1", "must be a number >= 0"), ("temperature", "invalid float value: ''")) \
+        if script == "ar.py" else (("sample_steps=0", "a positive integer"), ("sample_steps", "invalid int value: ''"))
     for argv, said in (([str(out), "--out", str(tmp_path / "x"), "--set", "width=8"], "'width' is not one of them"),
-                       ([str(out), "--out", str(tmp_path / "x"), "--set", "sample_steps=0"], "a positive integer"),
-                       ([str(out), "--out", str(tmp_path / "x"), "--set", "sample_steps"], "invalid int value: ''"),
+                       ([str(out), "--out", str(tmp_path / "x"), "--set", bad[0]], bad[1]),
+                       ([str(out), "--out", str(tmp_path / "x"), "--set", empty[0]], empty[1]),
                        ([str(out), "--out", str(changed)], "already holds metrics.jsonl")):
         with pytest.raises(SystemExit) as exit:
             resample.main(argv)
         assert said in str(exit.value.code)
     assert not (tmp_path / "x").exists()
-    if script != "mar.py":                                          # the masked models' order, checked by name
+    if script in ("givt.py", "jepa_maskgit.py"):                    # the masked models' order, checked by name
         with pytest.raises(SystemExit, match="invalid choice: 'confidance'"):
             resample.main([str(out), "--out", str(tmp_path / "x"), "--set", "unmask=confidance"])
