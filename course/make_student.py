@@ -23,7 +23,8 @@ from check import TASK, checks_of, load_assignments
 
 COURSE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(COURSE)
-MODULES = ["data.py", "probe.py", "calibration.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py", "inside.py"]
+MODULES = ["data.py", "probe.py", "calibration.py", "runs.py", "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py",
+           "objects.py", "inside.py"]
 # What a student copy holds (a path, or a folder ending in /): the scripts, the checks and what
 # they run; calibration.py for `python probe.py`, tests/test_ladder.py for the pasted copies.
 # Not: the answers (course/ANSWERS.md, tests/mutations.py), the teachers' page, results/, tools/.

@@ -3,6 +3,7 @@ that each file stands alone. This test keeps the copies the same text, so a fix 
 file cannot drift away from the others."""
 import ast
 import os
+import re
 
 import pytest
 
@@ -40,7 +41,8 @@ def definitions(path):
         else:
             continue
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        found[name] = "\n".join(lines[first - 1:node.end_lineno])
+        # a course copy's blanked function names its own file ("A3: write dit.py::noisy"): not a drift
+        found[name] = re.sub(r"write \w+\.py::", "write ", "\n".join(lines[first - 1:node.end_lineno]))
     return found
 
 
