@@ -13,7 +13,7 @@ Training is teacher forcing: slot i sees the true tokens 0..i-1 and predicts tok
 64 slots at once behind a causal mask. Sampling draws the tokens in 64 steps, with a
 temperature. Trained on seen compositions only.
 
-    python ar.py                                    # the categorical head: 14 minutes alone on a 2-core CPU
+    python ar.py                                    # the categorical head: 19 minutes alone on a 2-core CPU
     python ar.py --head gmm --out runs/ar-gmm       # the mixture head
 
 Sections: config -> model -> the causal order and the two likelihoods -> training -> sampling -> evaluation.

@@ -5,7 +5,7 @@ The model sees every token of a noisy image at once and is trained to denoise it
 the factors through adaLN-Zero. Trained on the seen compositions of Shapes2D only, judged
 by probe.py on all eight.
 
-    python dit.py                                   # default: 10 minutes alone on a 2-core CPU
+    python dit.py                                   # default: 13 minutes alone on a 2-core CPU
     python dit.py --steps 8000 --lr-schedule cosine --out runs/dit-8k   # a long run: decay the rate
 
 Sections: config -> model -> flow matching -> training -> sampling -> evaluation.

@@ -6,7 +6,7 @@ token, trained by negative log-likelihood on the masked positions. Sampling deco
 the same parallel schedule, committing tokens by their density. Trained on seen
 compositions only.
 
-    python givt.py                                  # default: 10 minutes alone on a 2-core CPU
+    python givt.py                                  # default: 13 minutes alone on a 2-core CPU
     python givt.py --unmask confidence --out runs/givt-confidence
 
 Sections: config -> model -> masking and the mixture -> training -> sampling -> evaluation.

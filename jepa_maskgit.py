@@ -11,7 +11,7 @@ scored by mean squared error:
 
 Model, tokenizer, masking, sampler and evaluation are imported from maskgit.py.
 
-    python jepa_maskgit.py                                  # default: 17 minutes alone on a 2-core CPU
+    python jepa_maskgit.py                                  # default: 20 minutes alone on a 2-core CPU
     python jepa_maskgit.py --jepa-layers 1,3 --jepa-weight 0.3 --out runs/jepa-13-03
 
 Sections: config -> model (the predictor) -> the JEPA loss -> training; sampling and

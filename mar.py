@@ -6,7 +6,7 @@ token (epsilon prediction, DDPM cosine schedule), so a token's distribution is w
 the denoiser learns, not k Gaussians. Decoding commits tokens in a random order, each
 sampled by running the per-token denoiser. Trained on seen compositions only.
 
-    python mar.py                                   # default: 15 minutes alone on a 2-core CPU
+    python mar.py                                   # default: 17 minutes alone on a 2-core CPU
     python mar.py --steps 8000 --lr-schedule cosine --out runs/mar-8k
 
 Sections: config -> model -> masking and per-token diffusion -> training -> sampling -> evaluation.

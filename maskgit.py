@@ -6,7 +6,7 @@ codebook at each hidden position (cross-entropy). Sampling starts from all [MASK
 commits the most confident ids over a few parallel steps. The condition enters through
 adaLN-Zero, the same mechanism as in dit.py. Trained on seen compositions only.
 
-    python maskgit.py                                       # default: 12 minutes alone on a 2-core CPU
+    python maskgit.py                                       # default: 14 minutes alone on a 2-core CPU
     python maskgit.py --unmask random --out runs/maskgit-random
 
 Sections: config -> model -> masking -> training -> sampling -> evaluation.

@@ -42,7 +42,8 @@ PATCH, SIDE = 4, data.IMAGE_SIZE // 4                                    # 4x4 p
 # -------------------------------------------------------------------------------- config
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=2e-3, shapes2d=False)
+    runs.add_common_arguments(parser, steps=1500, eval_every=250, model=MODEL, lr=2e-3, shapes2d=False)
+    parser.set_defaults(samples_per_comp=16)         # 16 samples of each number asked, 0 to 8: 144 a reading
     parser.add_argument("--cond", default="all", choices=("all", "one"),
                         help="what the training condition says: every object's location, or one object's")
     parser.add_argument("--locality", default="global", choices=("global", "local"),

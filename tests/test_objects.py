@@ -136,7 +136,8 @@ def test_an_absent_location_is_never_read():
 
 
 # ------------------------------------------------------------------- the command line
-FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8", "--device", "cpu"]
+FAST = ["--steps", "4", "--eval-every", "2", "--samples-per-comp", "2", "--batch-size", "8", "--sample-steps", "2",
+        "--device", "cpu"]
 
 
 def test_a_run_writes_its_files_and_resumes_to_the_same_numbers(tmp_path):
@@ -162,7 +163,7 @@ def test_a_run_writes_its_files_and_resumes_to_the_same_numbers(tmp_path):
                                             (["--sample-steps", "0"], "--sample-steps must be a positive integer"),
                                             (["--out", "/proc/x"], "--out /proc/x: cannot make this folder")])
 def test_bad_flags_are_refused_with_a_message(flags, message, tmp_path, capsys):
-    code, said = scripts.refused(objects, [*FAST[:-2], *flags] + ([] if "--out" in flags else ["--out", str(tmp_path / "x")]),
-                                 capsys)
+    rest = [] if "--out" in flags else ["--out", str(tmp_path / "x")]
+    code, said = scripts.refused(objects, [*FAST[:-2], *flags, *rest], capsys)
     assert code == 2 and message in said, said[-500:]
     assert not (tmp_path / "x").exists()

@@ -1,7 +1,7 @@
 """Every experiment in one command: the runs, then each question's table, built by collect.py.
 
     python tools/reproduce.py --budget quick     # short runs, the early stage: over an hour on 2 CPU cores
-    python tools/reproduce.py --budget default   # each script's own budget, 3 seeds: about 10 hours of 2 cores
+    python tools/reproduce.py --budget default   # each script's own budget, 3 seeds: about 20 hours of 2 cores
     python tools/reproduce.py --budget full      # the long runs: days on a CPU, under an hour on one H200
     python tools/reproduce.py --budget default --list | parallel -j 2   # your own scheduler: a command a line
 

@@ -9,6 +9,7 @@ checkpoint. A step is the rest divided by N (warm-up included); a default run is
 start-up + steps x step + evaluations x evaluation. Run it alone on the machine: it measures wall time.
 """
 import argparse
+import collections
 import contextlib
 import functools
 import io
@@ -50,7 +51,7 @@ def profile(model, steps):
     clock = {}
     patches = [timed(data.TrainingData, "__init__", "training data", clock),
                timed(module, "draw", "sampling", clock),
-               timed(runs, "evaluate", "evaluation", clock),
+               timed(module if hasattr(module, "evaluate") else runs, "evaluate", "evaluation", clock),
                timed(probe, "evaluate", "judge", clock),
                timed(runs, "save_samples_png", "pictures", clock),
                timed(runs, "save_curves_png", "pictures", clock),
@@ -68,6 +69,7 @@ def profile(model, steps):
     finally:
         for owner, name, original in patches:
             setattr(owner, name, original)
+    clock = collections.defaultdict(float, clock)       # objects.py: no training set and no probe.evaluate
     clock["record"] = clock["evaluation"] - clock["sampling"]   # judge, pictures, npz: inside evaluation
     clock["the rest"] = clock["record"] - clock["judge"] - clock["pictures"] - clock["kept samples"]
     clock["step"] = (clock["total"] - clock["training data"] - clock["evaluation"] - clock["checkpoint"]) / steps
@@ -79,12 +81,12 @@ def profile(model, steps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="*", default=list(runs.GENERATORS), help=f"some of {', '.join(runs.GENERATORS)}")
+    parser.add_argument("models", nargs="*", default=list(runs.MODELS), help=f"some of {', '.join(runs.MODELS)}")
     parser.add_argument("--steps", type=int, default=40, help="training steps to time (then one evaluation)")
     args = parser.parse_args(argv)
-    unknown = [m for m in args.models if m not in runs.GENERATORS]
+    unknown = [m for m in args.models if m not in runs.MODELS]
     if unknown:
-        parser.error(f"unknown generator {unknown[0]!r}; choose from {', '.join(runs.GENERATORS)}")
+        parser.error(f"unknown generator {unknown[0]!r}; choose from {', '.join(runs.MODELS)}")
     if args.steps < 2:
         parser.error(f"--steps must be at least 2, got {args.steps}")
     columns = ("training data", "step", "sampling", "the rest", "judge", "pictures", "kept samples",
