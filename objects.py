@@ -16,8 +16,9 @@ It is dit.py's objective and backbone; two flags set what it learns from and how
     python objects.py --cond one --locality local --out runs/objects-one-local
 
 A sample is right when it holds exactly the asked number of discs, each within 2 px of its own
-asked location (probe.objects_right). Sections: config -> model -> flow matching and locality ->
-training -> sampling -> evaluation.
+asked location (probe.objects_right). The backbone's blocks, the rectified-flow loss and the Euler
+sampler are imported from dit.py, as jepa_maskgit.py imports maskgit.py's. Sections: config ->
+model -> the condition and locality -> training -> evaluation.
 """
 import argparse
 import math
@@ -31,6 +32,7 @@ from tqdm import tqdm
 import data
 import probe
 import runs
+from dit import Block, flow_loss, modulate, noisy, sample, sincos_positions, timestep_embedding  # dit.py's method
 
 MODEL = "objects"
 SAMPLING = ("sample_steps",)    # what tools/resample.py may change
@@ -65,51 +67,6 @@ def get_config(argv=None):
 
 
 # --------------------------------------------------------------------------------- model
-def sincos_positions(width, side):
-    """Fixed 2D sin-cos position embeddings for a side x side grid: (side*side, width)."""
-    quarter = width // 4
-    frequency = 1.0 / 10000 ** (torch.arange(quarter) / quarter)
-    y, x = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
-    angles = [axis.flatten()[:, None].float() * frequency for axis in (y, x)]
-    return torch.cat([f(a) for a in angles for f in (torch.sin, torch.cos)], 1)
-
-
-def modulate(x, shift, scale):
-    """adaLN: the condition shifts and scales the normalised activations."""
-    return x * (1 + scale) + shift
-
-
-class Block(nn.Module):
-    """Transformer block with adaLN-Zero: shift, scale and gate come from the condition."""
-
-    def __init__(self, width, heads):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
-        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
-        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
-                                 nn.Linear(4 * width, width))
-        self.modulation = nn.Linear(width, 6 * width)
-        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
-        nn.init.zeros_(self.modulation.bias)
-
-    def forward(self, x, c, mask=None):                                      # x (B, T, D), c (B, D)
-        """mask (T, T), True where a position may not look (ar.py's causal order); None: all see all."""
-        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
-        h = modulate(self.norm1(x), shift1, scale1)
-        x = x + gate1 * self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
-        h = modulate(self.norm2(x), shift2, scale2)
-        return x + gate2 * self.mlp(h)
-
-
-def timestep_embedding(t, width):
-    """Sinusoidal features of the diffusion time t (B,) -> (B, width)."""
-    half = width // 2
-    frequency = torch.exp(-math.log(10000) * torch.arange(half, device=t.device) / half)
-    angles = 1000 * t[:, None] * frequency                                  # (B, D/2)
-    return torch.cat([angles.sin(), angles.cos()], 1)
-
-
 def fourier(u, bands=6):
     """Features of coordinates u (..., 2) in about [-1, 1]: u and sin, cos of 2^k pi u -> (..., 2 + 4 bands)."""
     angles = u[..., None] * math.pi * 2.0 ** torch.arange(bands, device=u.device)     # (..., 2, bands)
@@ -177,30 +134,7 @@ def build(config):
         data.ContinuousTokenizer("pixels")
 
 
-# ----------------------------------------------------------- flow matching and locality
-# Rectified flow, as dit.py: x_t = (1 - t) x_0 + t eps; the network predicts x_0.
-def noisy(x_0, t, eps):
-    return (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps           # q(x_t | x_0)
-
-
-def draw_time(n, kind, generator):
-    """Where training spends its effort. uniform: t ~ U(0, 1). logit-normal: t = sigmoid(0.8 n + 0.8),
-    n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels 25 sampling steps hardly visit."""
-    if kind == "uniform":
-        return torch.rand(n, generator=generator)
-    return torch.sigmoid(0.8 * torch.randn(n, generator=generator) + 0.8)
-
-
-def flow_loss(model, x_0, values, present, generator, time_dist="logit-normal"):
-    t = draw_time(len(x_0), time_dist, generator).to(x_0.device)
-    eps = torch.randn(x_0.shape, generator=generator).to(x_0.device)
-    x_t = noisy(x_0, t, eps)
-    x0_hat = model(x_t, t, values, present)
-    # Velocity loss ||v_hat - v||^2 = ||x0_hat - x_0||^2 / t^2, t floored to keep it finite.
-    weight = 1 / t.clamp(min=0.05) ** 2
-    return (weight[:, None, None] * (x0_hat - x_0) ** 2).mean()
-
-
+# ------------------------------------------------------------- the condition and locality
 def padded(positions):
     """A list of (n_i, 2) position arrays -> points (B, K, 2) and present (B, K), K = the largest n_i."""
     k = max([len(p) for p in positions] + [1])
@@ -284,22 +218,6 @@ def train(config):
                                   optimizer=optimizer.state_dict(), step=step + 1, config=config,
                                   rng=generator.get_state())
     return metrics or runs.read_metrics(config["out"])[-1]
-
-
-# ----------------------------------------------------------------------------- sampling
-@torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, length=64):
-    """Euler integration of dx/dt = v from t = 1 (noise) to t = 0 (image)."""
-    device = next(model.parameters()).device
-    x = torch.randn((len(values), length, token_dim), generator=generator).to(device)
-    times = torch.linspace(1, 0, steps + 1)
-    for t, t_next in zip(times[:-1], times[1:]):
-        t_batch = torch.full((len(x),), float(t), device=device)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            x0_hat = model(x, t_batch, values.to(device), present.to(device)).float()
-        velocity = (x - x0_hat) / t                                          # v_hat = (x_t - x0_hat) / t
-        x = x + (t_next - t) * velocity                                      # x_{t'} = x_t + (t' - t) v_hat
-    return x
 
 
 # --------------------------------------------------------------------------- evaluation

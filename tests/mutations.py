@@ -153,6 +153,14 @@ MUTATIONS = [
     ("inside.py", '    return float(-(p[p > 0] * np.log(p[p > 0])).sum() / math.log(len(p)))',
      '    return float(-(p[p > 0] * np.log(p[p > 0])).sum())',
      [f"{I}::test_polysemanticity_and_overlap_on_hand_made_cases"], None),
+    # objects.py: which patches hear a location, what the training condition says, the locality reading
+    ("objects.py", "return (apart <= 1) & present[:, None, :]", "return (apart <= 2) & present[:, None, :]",
+     ["tests/test_objects.py::test_local_conditioning_reaches_the_patches_in_and_next_to_a_location"], None),
+    ("objects.py", "[p[rng.integers(len(p))][None] for p in positions]", "[p[:1] for p in positions]",
+     ["tests/test_objects.py::test_the_training_condition_says_all_or_one"], None),
+    ("objects.py", "return float((energy * near).sum() / energy.sum().clamp(min=1e-20))",
+     "return float((energy * near).mean() / energy.mean().clamp(min=1e-20) / near.float().mean())",
+     ["tests/test_objects.py::test_the_locality_reading_on_denoisers_whose_answer_is_known"], None),
     # ar.py: the causal order, teacher forcing, sampling
     ("ar.py", "torch.ones(length, length, dtype=torch.bool).triu(1)", "torch.ones(length, length, dtype=torch.bool).tril(-1)",
      [f"{A}::test_no_slot_sees_a_later_token"], None),

@@ -10,18 +10,15 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATORS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"]
 SHARED = {   # name -> the files that must hold the same copy
-    "sincos_positions": GENERATORS + ["objects.py"],
-    "modulate": GENERATORS + ["objects.py"],
+    "sincos_positions": GENERATORS,
+    "modulate": GENERATORS,
     "ConditionEmbedding": GENERATORS,
-    "Block": GENERATORS + ["objects.py"],
+    "Block": GENERATORS,
     "SCALE_FLOOR": ["givt.py", "ar.py"],
     "log_density": ["givt.py", "ar.py"],
     "choose_component": ["givt.py", "ar.py"],
-    "timestep_embedding": ["dit.py", "mar.py", "objects.py"],
-    "draw_time": ["dit.py", "mar.py", "objects.py"],
-    "noisy": ["dit.py", "objects.py"],                # objects.py is dit.py's method in another world
-    "flow_loss": ["dit.py", "objects.py"],
-    "sample": ["dit.py", "objects.py"],
+    "timestep_embedding": ["dit.py", "mar.py"],
+    "draw_time": ["dit.py", "mar.py"],
     "mask_ratio": ["maskgit.py", "givt.py", "mar.py"],
     "random_mask": ["maskgit.py", "givt.py", "mar.py"],
     "remask_count": ["maskgit.py", "givt.py", "mar.py"],
