@@ -82,6 +82,11 @@ def generate(config, module, model, tokenizer, bits, seed=0):
     return runs.generate(module.draw, model, tokenizer, config, bits, seed)
 
 
+def asked(config, bits, seed):
+    """The condition asking for bits (N, 3), as the run's mode gives it at sampling: (values, present)."""
+    return data.conditioning(data.sample_latents(bits, np.random.default_rng(seed)), config["cond"], train=False)
+
+
 def real_images(n_per_code, seed=probe.HELD_OUT_SEED + 5):
     """Real images of all eight compositions, never seen by a generator: (images, bits)."""
     images, bits, _ = data.make_dataset(data.COMPOSITIONS, n_per_code, seed)
@@ -120,8 +125,9 @@ def recording(model):
             add(f"block {i} head {j}", outputs[:, j].flatten(0, 1))
     for i, block in enumerate(model.blocks):
         hooks.append(block.attention.register_forward_pre_hook(lambda m, args, i=i: heads(i, m, args)))
-        hooks.append(block.mlp.register_forward_hook(lambda m, a, out, i=i: add(f"block {i} mlp", out.flatten(0, -2))))
-        hooks.append(block.modulation.register_forward_hook(lambda m, a, out, i=i: add(f"block {i} adaLN", out.flatten(0, -2))))
+        for kind, name in (("mlp", "mlp"), ("modulation", "adaLN")):
+            hooks.append(getattr(block, kind).register_forward_hook(
+                lambda m, a, out, name=f"block {i} {name}": add(name, out.flatten(0, -2))))
     means = {}
     try:
         yield means
@@ -150,7 +156,8 @@ def ablated(model, chosen, means, zero=False):
                 out.bias += out.weight[:, columns] @ mean
                 out.weight[:, columns] = 0
         else:
-            hooks.append(getattr(block, kind).register_forward_hook(lambda m, a, out, mean=mean: mean.expand_as(out)))
+            replace = lambda m, a, out, mean=mean: mean.expand_as(out)          # the output, as its mean
+            hooks.append(getattr(block, kind).register_forward_hook(replace))
     try:
         yield model
     finally:
@@ -169,7 +176,7 @@ def reach(config, module, model, tokenizer, images, bits, trained_codes, seed=0)
     codes = torch.as_tensor(data.load_tokenizer("codebook").encode(images))            # (N, 64)
     unseen = ~torch.isin(codes, trained_codes)
     hidden = torch.rand(codes.shape, generator=g).argsort(1) < HALF                    # half of each image
-    values, present = data.conditioning(data.sample_latents(bits, np.random.default_rng(seed)), config["cond"], train=False)
+    values, present = asked(config, bits, seed)
     scores = {}
     with torch.no_grad():
         if config["model"] in ("maskgit", "jepa_maskgit"):
@@ -181,7 +188,8 @@ def reach(config, module, model, tokenizer, images, bits, trained_codes, seed=0)
         elif config["model"] == "givt":
             x = tokenizer.encode(images).float()
             log_weights, means, scales = model(x, hidden, values, present)
-            scores["log-likelihood per value"] = module.log_density(x, log_weights, means, scales) / x.shape[-1]
+            log_p = module.log_density(x, log_weights, means, scales)
+            scores["log-likelihood per value"] = log_p / x.shape[-1]
         else:
             x = tokenizer.encode(images).float()
             for t in LEVELS:
@@ -193,13 +201,15 @@ def reach(config, module, model, tokenizer, images, bits, trained_codes, seed=0)
                     z = model(x, hidden, values, present)
                     a = module.alpha_bar(time)[:, None, None]
                     x_t = a.sqrt() * x + (1 - a).sqrt() * eps
-                    eps_hat = model.diffusion(x_t.flatten(0, 1), time.repeat_interleave(64), z.flatten(0, 1)).view_as(x)
+                    flat = (x_t.flatten(0, 1), time.repeat_interleave(x.shape[1]), z.flatten(0, 1))
+                    eps_hat = model.diffusion(*flat).view_as(x)
                     error = ((x_t - (1 - a).sqrt() * eps_hat) / a.sqrt() - x) ** 2
                 scores[f"x0 error at t={t}"] = error.mean(-1)
     where = hidden if config["model"] != "dit" else torch.ones_like(hidden)            # DiT hides by noise
-    return {name: {split: float(score[where & mask].mean()) if (where & mask).any() else None
-                   for split, mask in (("trained code", ~unseen), ("untrained code", unseen))}
-            for name, score in scores.items()} | {"untrained share of hidden positions": float(unseen[where].float().mean())}
+    splits = (("trained code", ~unseen), ("untrained code", unseen))
+    found = {name: {split: float(score[where & mask].mean()) if (where & mask).any() else None for split, mask in splits}
+             for name, score in scores.items()}
+    return found | {"untrained share of hidden positions": float(unseen[where].float().mean())}
 
 
 # ----------------------------------------------------------------------------------- readout
@@ -207,11 +217,12 @@ def layer_states(config, module, model, tokenizer, images, bits, seed=0):
     """(layers, N, D): the input embedding and every block's output, averaged over the 64 tokens,
     while the network reads real images 90% hidden (masked models) or at t = 0.9 (DiT)."""
     states = []
-    hooks = [model.blocks[0].register_forward_pre_hook(lambda m, args: states.append(args[0].float().mean(1)))]
-    hooks += [block.register_forward_hook(lambda m, a, out: states.append(out.float().mean(1))) for block in model.blocks]
+    keep = lambda h: states.append(h.float().mean(1))                      # (N, D): the tokens' mean
+    hooks = [model.blocks[0].register_forward_pre_hook(lambda m, args: keep(args[0]))]
+    hooks += [block.register_forward_hook(lambda m, a, out: keep(out)) for block in model.blocks]
     g = torch.Generator().manual_seed(seed)
     hidden = torch.rand(len(images), 64, generator=g).argsort(1) < MOST                # 90% of 64
-    values, present = data.conditioning(data.sample_latents(bits, np.random.default_rng(seed)), config["cond"], train=False)
+    values, present = asked(config, bits, seed)
     with torch.no_grad():
         if config["model"] in ("maskgit", "jepa_maskgit"):
             codes = torch.as_tensor(tokenizer.encode(images))
@@ -254,7 +265,8 @@ def readout(states, bits, shuffled=False, seed=0):
         result[name] = {}
         for f, factor in enumerate(FACTORS):
             predicted = linear_probe(x[splits["seen"]], labels[splits["seen"], f], x)
-            result[name][factor] = {split: float((predicted[m] == labels[m, f]).float().mean()) for split, m in splits.items()}
+            right = predicted == labels[:, f]
+            result[name][factor] = {split: float(right[m].float().mean()) for split, m in splits.items()}
     return result
 
 
@@ -312,7 +324,8 @@ def jaccard(a, b):
 def weighted_jaccard(a, b):
     """sum min(a_u, b_u) / sum max(a_u, b_u) over units, on drops clipped at 0."""
     a, b = np.clip(a, 0, None), np.clip(b, 0, None)
-    return float(np.minimum(a, b).sum() / np.maximum(a, b).sum()) if np.maximum(a, b).sum() > 0 else float("nan")
+    union = np.maximum(a, b).sum()
+    return float(np.minimum(a, b).sum() / union) if union > 0 else float("nan")
 
 
 def circuits(drops):
@@ -331,12 +344,14 @@ def circuit_ablation(config, module, model, tokenizer, sets, means, n=32):
     """Level-2 accuracy drop per factor (probe and judge) with the colour, then the shape circuit ablated."""
     bits = np.repeat([data.code_to_bits("111")], n, 0)
     the_probe = probe.load_probe()
-    intact = {r: v.mean(0) for r, v in factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe).items()}
+    right = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
+    intact = {reading: v.mean(0) for reading, v in right.items()}
     table = {}
     for factor in ("color", "shape"):
         with ablated(model, set(sets[factor]), means):
             right = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
-        table[f"{factor} circuit"] = {r: dict(zip(FACTORS, (intact[r] - v.mean(0)).tolist())) for r, v in right.items()}
+        table[f"{factor} circuit"] = {reading: dict(zip(FACTORS, (intact[reading] - v.mean(0)).tolist()))
+                                      for reading, v in right.items()}
     return table
 
 
@@ -347,21 +362,27 @@ def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, 
     torch.manual_seed(0)
     base, drops, means = attribution(config, module, model, tokenizer, per_code, zero)
     sets, pairs = circuits({name: d["probe"] for name, d in drops.items()})
+    polysemantic = {}
+    for reading in ("probe", "judge"):                                      # heads alone, and every unit
+        heads = [d[reading] for name, d in drops.items() if "head" in name]
+        polysemantic[reading] = dict(heads=weighted_polysemanticity(heads),
+                                     units=weighted_polysemanticity([d[reading] for d in drops.values()]))
     result = dict(run=run, model=config["model"], step=step, ablation="zero" if zero else "mean",
-                  samples_per_comp=per_code, accuracy=base, circuits=sets, overlap=pairs, polysemanticity={
-                      reading: {group: weighted_polysemanticity([d[reading] for n, d in drops.items() if group == "units" or "head" in n])
-                                for group in ("heads", "units")} for reading in ("probe", "judge")})
+                  samples_per_comp=per_code, accuracy=base, circuits=sets, overlap=pairs, polysemanticity=polysemantic)
     if not full:
         return result
     at_step = [m for m in runs.read_metrics(run) if m["step"] == step]             # the run's own readings
     if at_step:
-        result["readings"] = {key: at_step[0][key] for key in ("seen", "level1", "level2", "acc", "fidelity", "probe_acc")}
+        keys = ("seen", "level1", "level2", "acc", "fidelity", "probe_acc")
+        result["readings"] = {key: at_step[0][key] for key in keys}
     images, bits = real_images(images_per_code)
     training = data.training_set(config["train_per_comp"])[0]              # fresh data: its first images
     trained_codes = torch.as_tensor(np.unique(data.load_tokenizer("codebook").encode(training)))
     states = layer_states(config, module, model, tokenizer, images, bits)
-    return dict(result, attribution=drops, reach=reach(config, module, model, tokenizer, images, bits, trained_codes),
-                readout=readout(states, bits), readout_shuffled=readout(states[-1:], bits, shuffled=True)["input"],
+    return dict(result, attribution=drops,
+                reach=reach(config, module, model, tokenizer, images, bits, trained_codes),
+                readout=readout(states, bits),
+                readout_shuffled=readout(states[-1:], bits, shuffled=True)["input"],
                 circuit_ablation=circuit_ablation(config, module, model, tokenizer, sets, means, 4 * per_code))
 
 
