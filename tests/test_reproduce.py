@@ -32,7 +32,7 @@ def launches(folder):
     return len(path.read_text().split()) if path.exists() else 0
 
 
-SOME = {"ladder": ["maskgit", "dit"], "tokenizers": ["dit-pca"], "causal": ["ar-gmm"],
+SOME = {"ladder": ["dit"], "tokenizers": ["dit-pca"], "causal": ["ar-gmm"],
         "objects": ["objects-one-local"]}                  # the tiny suite's run of every kind, not all 26
 
 
@@ -66,10 +66,10 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path, monkeyp
     assert "[objects](objects/table.md)" in (runs / "README.md").read_text()
 
     # again: nothing finished runs again; a deleted run alone is redone
-    maskgit = runs / "ladder" / "runs" / "maskgit-seed0"
-    shutil.rmtree(maskgit)
+    deleted = runs / "objects" / "runs" / "objects-one-local-seed0"
+    shutil.rmtree(deleted)
     suite(tmp_path)
-    assert launches(maskgit) == 1 and launches(runs / "ladder" / "runs" / "dit-seed0") == 1
+    assert launches(deleted) == 1 and launches(runs / "ladder" / "runs" / "dit-seed0") == 1
     assert launches(runs / "long-runs" / "runs" / "dit-seed0") == 1
 
 
