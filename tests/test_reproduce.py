@@ -124,6 +124,11 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     assert collect.setting(new) == "dit.py"
     assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
     # a model's own knobs and a longer run are settings of their own, not more seeds of the default
+    # a flag whose default follows another's is named where the command needs it: ar.py's tokenizer
+    ar = {"model": "ar", "head": "gmm", "tokenizer": "pixels"}
+    assert collect.setting(ar) == "ar.py --head gmm"
+    assert collect.setting({**ar, "tokenizer": "codebook"}) == "ar.py --head gmm --tokenizer codebook"
+    assert collect.setting({**ar, "head": "categorical", "tokenizer": "codebook"}) == "ar.py"
     givt = json.load(open(os.path.join(ROOT, "results", "ladder", "runs", "givt", "config.json")))
     assert collect.setting(givt) == "givt.py"
     assert collect.setting({**givt, "components": 16, "temperature": 0.0, "steps": 5000}) == \

@@ -53,19 +53,21 @@ PAPER = {
 NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints")
 
 
-def defaults(model):
-    """What `python <model>.py` runs: every flag at the default its own parser gives it."""
-    _, args = runs.generator(model).parse([])
+def defaults(model, argv=()):
+    """What `python <model>.py ARGV` runs: every flag at the value its own parser gives it."""
+    _, args = runs.generator(model).parse(list(argv))
     return {k: v for k, v in vars(args).items() if k not in NOT_A_SETTING}
 
 
 def setting(config):
-    """'dit.py --cond dropout' for a run's config: the script and its flags that differ from
-    the defaults the script prints (seed, folder and device left out)."""
-    default = defaults(config["model"])
-    value = lambda v: "" if v is True else " " + (",".join(map(str, v)) if isinstance(v, list) else str(v))
-    flags = [f"--{k.replace('_', '-')}{value(v)}" for k, v in sorted(config.items()) if k in default and default[k] != v]
-    name = " ".join([f"{config['model']}.py", *flags])
+    """'dit.py --cond dropout' for a run's config: the script and the fewest flags whose command
+    gives its settings (ar.py's tokenizer follows its head), seed, folder and device left out."""
+    value = lambda k: [f"--{k.replace('_', '-')}"] + ([] if config[k] is True else [
+        ",".join(map(str, config[k])) if isinstance(config[k], list) else str(config[k])])
+    flags = []                                             # one flag at a time, until the command gives them all
+    while moved := [k for k, v in sorted(defaults(config["model"], sum(map(value, flags), [])).items()) if config.get(k, v) != v]:
+        flags = sorted(flags + moved[:1])
+    name = " ".join([f"{config['model']}.py", *(" ".join(value(k)) for k in flags)])
     return f"{name} (resampled)" if "resampled_from" in config else name   # tools/resample.py
 
 

@@ -48,9 +48,7 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"), ("all", "local"))},
 }
 LONG = "long-runs"           # the time course: seed 0 of the ladder's four rungs to long_steps
-# One of these small runs alone leaves a GPU mostly waiting: on an H200, dit.py trained at 41 steps/s alone,
-# 91 / 181 / 258 steps/s in all with 2 / 4 / 8 copies started at once.
-RUNS_PER_GPU = 8
+RUNS_PER_GPU = 8             # one small run leaves a GPU waiting: an H200 trained dit.py 41 steps/s alone, 258 in all x8
 
 
 # ------------------------------------------------------------------------------------ runs
