@@ -73,6 +73,8 @@ def training_run(name, assignment, folder):
     with open(os.path.join(out, "metrics.jsonl")) as f:
         last = [json.loads(line) for line in f][-1]
     reading = assignment["run"]["reading"]
+    if not isinstance(last[reading], dict):                   # objects.py: one number, its trained counts
+        return last[reading]
     return sum(last[reading][code] for code in SEEN) / len(SEEN)
 
 

@@ -103,8 +103,11 @@ def task_sheet(name, assignment, new, targets):
     how to run the checks and the training run, and the hint."""
     line = {f"{path}::{qualname}": find_function(ast.parse(new[path]), qualname).lineno
             for path, qualnames in targets.items() for qualname in qualnames}
-    run, reading = assignment["run"], {"acc": "composed: one legible object, with the right shape, colour and size",
-                                       "probe_acc": "the linear probe names the right shape, colour and size"}
+    seen = "of the four seen compositions"
+    run, reading = assignment["run"], {
+        "acc": (seen, "composed: one legible object, with the right shape, colour and size"),
+        "probe_acc": (seen, "the linear probe names the right shape, colour and size"),
+        "trained": ("asked for 1 to 3 objects, as in training", "exactly the asked discs, each at its location")}
     copies = [spec for spec in line if spec not in assignment["functions"]]
     checks = checks_of(assignment)
     text = [f"# {name} \u2014 {assignment['title']}", "", assignment["goal"], "",
@@ -126,8 +129,8 @@ def task_sheet(name, assignment, new, targets):
     text += ["", f"## The training run: `python course/check.py {name} --run` "
              f"(about {run['minutes']} min on 2 CPU cores, up to half as much again on a slower machine)", "",
              f"Once the checks pass, this trains `python {run['command']}` into `runs/course-{name}-<time>/`, "
-             f"and the judge (`probe.py`) reads its samples of the four seen compositions. It passes when "
-             f"at least {100 * run['pass_seen']:.0f}% of them are read right ({reading[run['reading']]}). "
+             f"and the judge (`probe.py`) reads its samples {reading[run['reading']][0]}. It passes when "
+             f"at least {100 * run['pass_seen']:.0f}% of them are read right ({reading[run['reading']][1]}). "
              "README.md describes the world, the judge and the models; the results/ and tools/ it "
              "mentions are not part of this copy.", "",
              "## Hint", "", assignment["hint"].strip(), ""]

@@ -155,12 +155,14 @@ MUTATIONS = [
      [f"{I}::test_polysemanticity_and_overlap_on_hand_made_cases"], None),
     # objects.py: which patches hear a location, what the training condition says, the locality reading
     ("objects.py", "return (apart <= 1) & present[:, None, :]", "return (apart <= 2) & present[:, None, :]",
-     ["tests/test_objects.py::test_local_conditioning_reaches_the_patches_in_and_next_to_a_location"], None),
+     ["tests/test_objects.py::test_local_conditioning_reaches_the_patches_in_and_next_to_a_location"], "A10"),
+    ("objects.py", "return (apart <= 1) & present[:, None, :]", "return apart <= 1",
+     ["tests/test_objects.py::test_local_conditioning_reaches_the_patches_in_and_next_to_a_location"], "A10"),
     ("objects.py", "[p[rng.integers(len(p))][None] for p in positions]", "[p[:1] for p in positions]",
      ["tests/test_objects.py::test_the_training_condition_says_all_or_one"], None),
     ("objects.py", "return float((energy * near).sum() / energy.sum().clamp(min=1e-20))",
      "return float((energy * near).mean() / energy.mean().clamp(min=1e-20) / near.float().mean())",
-     ["tests/test_objects.py::test_the_locality_reading_on_denoisers_whose_answer_is_known"], None),
+     ["tests/test_objects.py::test_the_locality_reading_on_denoisers_whose_answer_is_known"], "A10"),
     # ar.py: the causal order, teacher forcing, sampling
     ("ar.py", "torch.ones(length, length, dtype=torch.bool).triu(1)", "torch.ones(length, length, dtype=torch.bool).tril(-1)",
      [f"{A}::test_no_slot_sees_a_later_token"], None),
@@ -218,6 +220,8 @@ def try_in(row, folder):
     finally:
         with open(os.path.join(folder, path), "w") as f:
             f.write(source)
+    if result.returncode not in (0, 1):                    # interrupted, a usage error, no tests: no answer
+        raise SystemExit(f"error: the tests of {path}: {wrong[:40]!r} did not run:\n{result.stdout[-1500:]}")
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+?)::", result.stdout, re.MULTILINE)
     tests = any(name.startswith("tests/") for name in failed)
     checks = any(name.startswith("course/") for name in failed) if assignment else None
