@@ -100,7 +100,7 @@ def test_every_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp_path):
     copy = tmp_path / os.path.basename(folder)
     shutil.copytree(os.path.join(ROOT, folder, "runs"), copy / "runs")
     command = "python tools/collect.py " + folder + ("" if not clock else f" --clock {clock[0]}")
-    rebuilt = collect.table(collect.load(str(copy), clock[0] if clock else None), command)
+    rebuilt = collect.text(collect.load(str(copy), clock[0] if clock else None), command)
     assert rebuilt == open(os.path.join(ROOT, table)).read(), f"{table} does not match its kept runs: rebuild it"
 
 

@@ -206,7 +206,7 @@ def objects_table(groups, command):
     lines = [f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation; mean ± std over seeds.",
              "", "## Drawn exactly as asked (%), by the number of objects asked (training shows 1 to 3)", "",
              "| setting | seeds | steps | " + " | ".join(map(str, range(9))) + " | 1-3 | 4-8 | 8 asked: found (%) / extra "
-             "| locality (%) at t = 0.2 / 0.5 / 0.8 | the paper |", "|" + "---|" * 18]
+             "| locality (%) at t = 0.2 / 0.5 / 0.8 | the paper |", "|" + "---|" * 17]
     for name, members in groups.items():
         finals = [history[-1] for _, _, history in members]
         lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
@@ -233,10 +233,20 @@ def summary(groups):
     return rows
 
 
+def of_objects(groups):
+    """Whether the runs are objects.py's (another world, another table)."""
+    return all(config["model"] == "objects" for members in groups.values() for _, config, _ in members)
+
+
+def text(groups, command):
+    """table.md: objects.py's table for its runs, the three readings' for the rest."""
+    return (objects_table if of_objects(groups) else table)(groups, command)
+
+
 def write(folder, clock=None, command=None):
     """Rebuild a results folder from its kept runs: each run's grid, novel.png and table.md."""
     groups = load(folder, clock)
-    objects = all(config["model"] == "objects" for members in groups.values() for _, config, _ in members)
+    objects = of_objects(groups)
     for members in groups.values():
         for name, config, history in members:
             kept = os.path.join(folder, "runs", name)
@@ -251,10 +261,10 @@ def write(folder, clock=None, command=None):
                                                       "4-8 asked solid, 1-3 dashed"] * objects)
     where = "results/" + os.path.basename(os.path.normpath(folder))             # the same from any copy
     command = command or " ".join(["python tools/collect.py", where] + (["--clock", clock] if clock else []))
-    text = (objects_table if objects else table)(groups, command)
+    written = text(groups, command)
     with open(os.path.join(folder, "table.md"), "w") as f:
-        f.write(text)
-    return groups, text
+        f.write(written)
+    return groups, written
 
 
 def main(argv=None):
