@@ -47,6 +47,7 @@ import os
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 import data
 import probe
@@ -287,7 +288,7 @@ def attribution(config, module, model, tokenizer, per_code=8, zero=False):
         intact = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
     base = {reading: right.mean(0) for reading, right in intact.items()}
     drops = {}
-    for name, *_ in units(model):
+    for name, *_ in tqdm(list(units(model)), desc="ablating units", leave=False):   # one sampling each: minutes
         with ablated(model, {name}, means, zero):
             right = factors_right(generate(config, module, model, tokenizer, bits), bits, the_probe)
         drops[name] = {reading: (base[reading] - r.mean(0)).tolist() for reading, r in right.items()}
