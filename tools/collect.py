@@ -99,8 +99,8 @@ def mean_std(values, scale=100, digits=1):
     if not values:
         return "-"
     values = scale * np.asarray(values, dtype=float)
-    text = f"{values.mean():.{digits}f}"
-    return text if len(values) == 1 else f"{text} ± {values.std():.{digits}f}"
+    mean = f"{values.mean():.{digits}f}"
+    return mean if len(values) == 1 else f"{mean} ± {values.std():.{digits}f}"
 
 
 def add(folder, sources):
@@ -275,8 +275,8 @@ def main(argv=None):
     parser.add_argument("--summary", action="store_true", help="also print the front page's rows")
     args = parser.parse_args(argv)
     add(args.folder, args.add)
-    groups, text = write(args.folder, args.clock)
-    print(text, end="")
+    groups, written = write(args.folder, args.clock)
+    print(written, end="")
     if args.summary:
         print("\n".join(summary(groups)))
 
