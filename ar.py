@@ -81,14 +81,20 @@ def modulate(x, shift, scale):
 
 
 class ConditionEmbedding(nn.Module):
-    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+    """One embedding per factor group, added; a learned null stands in for a hidden one.
+    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
 
-    def __init__(self, width):
+    def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
-        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        if self.text is None:
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+            self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
 
     def forward(self, values, present):
+        """values (B, 7) and present (B, 4); for a caption, word ids and present (B, L)."""
+        if self.text is not None:
+            return self.text(values, present)                               # (B, D)
         parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
                  for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
         return torch.stack(parts).sum(0)                                    # (B, D)
@@ -124,13 +130,14 @@ class AR(nn.Module):
     """Slot i holds token i-1 (slot 0 the start token, the condition itself) and the position of
     token i, and predicts token i: logits over the codebook, or a mixture of k Gaussians."""
 
-    def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4, length=64):
+    def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4,
+                 length=64, cond="continuous"):
         super().__init__()
         self.categorical, self.token_dim, self.components = head == "categorical", token_dim, components
         self.embed = nn.Embedding(vocab_size, width) if self.categorical else nn.Linear(token_dim, width)
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
         self.register_buffer("causal", torch.ones(length, length, dtype=torch.bool).triu(1))  # True: later
-        self.condition = ConditionEmbedding(width)
+        self.condition = ConditionEmbedding(width, cond)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
@@ -167,7 +174,8 @@ class AR(nn.Module):
 def build(config):
     """The network a run trains, shaped by its config, and its tokenizer (data.py): the codebook's ids
     for the categorical head, continuous tokens for the mixture."""
-    shape = dict(components=config["components"], width=config["width"], depth=config["depth"], heads=config["heads"])
+    shape = dict(components=config["components"], width=config["width"], depth=config["depth"],
+                 heads=config["heads"], cond=config["cond"])
     if config["head"] == "categorical":
         codebook = data.load_tokenizer("codebook")
         return AR("categorical", None, codebook.vocab_size, **shape), codebook

@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 import torch
+import torch.nn as nn
 
 IMAGE_SIZE = 32
 FACTORS = ("shape", "color", "size")
@@ -32,7 +33,8 @@ SEEN = ("000", "001", "010", "100")
 LEVEL1 = ("011", "101", "110")
 LEVEL2 = ("111",)
 SPLITS = {"seen": SEEN, "level1": LEVEL1, "level2": LEVEL2}
-COND_MODES = ("continuous", "discrete", "dropout", "discrete-dropout")
+COND_MODES = ("continuous", "discrete", "dropout", "discrete-dropout", "text", "text-partial")
+TEXT_MODES = ("text", "text-partial")            # the condition is a caption, read by TextEncoder
 DATA_KINDS = ("fixed", "fresh")                 # training images rendered once, or every step
 
 CLASS_COLORS = np.array([[0.85, 0.15, 0.15], [0.15, 0.30, 0.85]])  # red, blue
@@ -165,23 +167,109 @@ def conditioning(latents, mode, drop_prob=0.1, generator=None, train=True):
                       only the three binary labels survive (quantized information);
     dropout:          continuous, and in training each factor is hidden with drop_prob;
     discrete-dropout: both. A hidden group is replaced by a learned null in the model.
+    text, text-partial: a caption instead (see `captions`): (word ids (B, L), present (B, L)).
     """
     if mode not in COND_MODES:
         raise ValueError(f"unknown conditioning mode {mode!r}; choose from {', '.join(COND_MODES)}")
-    latents = torch.as_tensor(latents, dtype=torch.float32)
+    if mode in TEXT_MODES:
+        return captions(latents, mode == "text-partial" and train, drop_prob, generator)
+    device = generator.device if generator is not None else torch.device("cpu")   # made there
+    as_tensor = lambda array: torch.as_tensor(array, dtype=torch.float32).to(device)  # noqa: E731
+    latents = as_tensor(latents)
     values = latents.clone()
-    present = torch.ones(len(latents), len(COND_GROUPS), dtype=torch.bool)
+    present = torch.ones(len(latents), len(COND_GROUPS), dtype=torch.bool, device=device)
     if mode.startswith("discrete"):
         color_bit = (latents[:, 3] > latents[:, 1]).long()                 # blue if B > R
         size_bit = (latents[:, 4] < SIZE_RANGES[:, 0].mean()).long()      # small below 6.25
-        values[:, 1:4] = torch.as_tensor(CLASS_COLORS, dtype=torch.float32)[color_bit]
-        values[:, 4] = torch.as_tensor(SIZE_RANGES.mean(1), dtype=torch.float32)[size_bit]
+        values[:, 1:4] = as_tensor(CLASS_COLORS)[color_bit]
+        values[:, 4] = as_tensor(SIZE_RANGES.mean(1))[size_bit]
         present[:, 3] = False
     if mode.endswith("dropout") and train:
-        hidden = torch.rand(len(latents), 3, generator=generator) < drop_prob
-        present[:, :3] &= ~hidden
-    values = (values - torch.as_tensor(_COND_CENTRE)) / torch.as_tensor(_COND_SCALE)
+        dropped = torch.rand(len(latents), 3, generator=generator, device=device) < drop_prob
+        present[:, :3] &= ~dropped
+    values = (values - as_tensor(_COND_CENTRE)) / as_tensor(_COND_SCALE)
     return values, present
+
+
+# ------------------------------------------------------------------------------ captions
+# --cond text and text-partial: the condition is a caption ("a small blue triangle"), read by a
+# small text encoder trained with the generator. A caption names the three classes and nothing
+# else (no exact colour, size or position): it holds what `discrete` holds, in words.
+VOCABULARY = ("<pad>", "a", "circle", "triangle", "shape", "red", "blue", "big", "small",
+              "that", "is", "in")
+WORDS = (("circle", "triangle"), ("red", "blue"), ("big", "small"))     # bit -> word, per factor
+PHRASINGS = 3                  # word orders as English has them; training draws one per caption
+CAPTION_LENGTH = 6             # the longest caption, "a blue triangle that is small"
+
+
+def caption(shape, color, size, phrasing=0):
+    """One caption from the three factors' words; a factor given as None is left out (its
+    noun becomes "shape"). phrasing 0 is what evaluations ask: "a small blue triangle"."""
+    noun = shape or "shape"
+    if phrasing == 0:
+        words = ["a", size, color, noun]                          # a small blue triangle
+    elif phrasing == 1:
+        words = ["a", color, noun] + (["that", "is", size] if size else [])
+    elif phrasing == 2:
+        words = ["a", size, noun] + (["in", color] if color else [])  # a small triangle in blue
+    else:
+        raise ValueError(f"unknown phrasing {phrasing}; there are {PHRASINGS}")
+    return " ".join(word for word in words if word)
+
+
+def caption_table():
+    """Every caption's word ids, (2, 2, 2, 2, 2, 2, PHRASINGS, L): indexed by the three bits, which
+    of the three words are kept, and the phrasing (a lookup, so captions are made on any device)."""
+    table = torch.zeros(2, 2, 2, 2, 2, 2, PHRASINGS, CAPTION_LENGTH, dtype=torch.long)
+    for index in np.ndindex(*table.shape[:-1]):
+        bits, kept, phrasing = index[:3], index[3:6], index[6]
+        words = [WORDS[f][b] if k else None for f, (b, k) in enumerate(zip(bits, kept))]
+        text = caption(*words, phrasing=phrasing).split()
+        table[index][:len(text)] = torch.tensor([VOCABULARY.index(word) for word in text])
+    return table
+
+
+CAPTIONS = caption_table()
+
+
+def captions(latents, partial=False, drop_prob=0.1, generator=None):
+    """Captions of the latents' compositions as (word ids (B, L), present (B, L), False at padding).
+    Training (generator given) draws a phrasing per caption; partial: each factor's word is left
+    out with drop_prob (text-partial, training only). Evaluations ask phrasing 0, in full."""
+    device = generator.device if generator is not None else torch.device("cpu")
+    latents = torch.as_tensor(latents, dtype=torch.float32).to(device)
+    bits = torch.stack([latents[:, 0].round(), latents[:, 3] > latents[:, 1],   # blue if B > R
+                        latents[:, 4] < SIZE_RANGES[:, 0].mean()], 1).long()   # small below 6.25
+    kept = torch.ones_like(bits)
+    if partial:
+        kept = (torch.rand(bits.shape, generator=generator, device=device) >= drop_prob).long()
+    phrasing = torch.zeros(len(bits), dtype=torch.long, device=device)
+    if generator is not None:
+        phrasing = torch.randint(PHRASINGS, (len(bits),), generator=generator, device=device)
+    ids = CAPTIONS.to(device)[(*bits.T, *kept.T, phrasing)]                  # (B, L)
+    return ids, ids != 0
+
+
+class TextEncoder(nn.Module):
+    """A caption's reader, trained from scratch with the generator: word and position
+    embeddings, one pre-norm self-attention block over the words, and their mean: (B, D)."""
+
+    def __init__(self, width, heads=4):
+        super().__init__()
+        self.words = nn.Embedding(len(VOCABULARY), width)
+        self.positions = nn.Parameter(0.02 * torch.randn(CAPTION_LENGTH, width))
+        self.norm1 = nn.LayerNorm(width)
+        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, ids, present):                              # ids, present (B, L)
+        h = self.words(ids) + self.positions[:ids.shape[1]]       # (B, L, D)
+        x = self.norm1(h)
+        h = h + self.attention(x, x, x, key_padding_mask=~present, need_weights=False)[0]
+        h = h + self.mlp(self.norm2(h))
+        weight = present[..., None].float()                       # padding does not count
+        return (h * weight).sum(1) / weight.sum(1)                # (B, D)
 
 
 # ---------------------------------------------------------------------------- tokenizers

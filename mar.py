@@ -72,14 +72,20 @@ def modulate(x, shift, scale):
 
 
 class ConditionEmbedding(nn.Module):
-    """One embedding per factor group, added; a learned null stands in for a hidden one."""
+    """One embedding per factor group, added; a learned null stands in for a hidden one.
+    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
 
-    def __init__(self, width):
+    def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
-        self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        if self.text is None:
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+            self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
 
     def forward(self, values, present):
+        """values (B, 7) and present (B, 4); for a caption, word ids and present (B, L)."""
+        if self.text is not None:
+            return self.text(values, present)                               # (B, D)
         parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
                  for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
         return torch.stack(parts).sum(0)                                    # (B, D)
@@ -157,12 +163,12 @@ class DiffusionHead(nn.Module):
 
 
 class MAR(nn.Module):
-    def __init__(self, token_dim, width=128, depth=4, heads=4, length=64):
+    def __init__(self, token_dim, width=128, depth=4, heads=4, length=64, cond="continuous"):
         super().__init__()
         self.embed = nn.Linear(token_dim, width)
         self.mask_embedding = nn.Parameter(torch.zeros(width))             # stands in for hidden tokens
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
-        self.condition = ConditionEmbedding(width)
+        self.condition = ConditionEmbedding(width, cond)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
@@ -183,7 +189,8 @@ class MAR(nn.Module):
 def build(config):
     """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
     tokenizer = data.ContinuousTokenizer(config["tokenizer"])
-    return MAR(tokenizer.dim, config["width"], config["depth"], config["heads"]), tokenizer
+    return MAR(tokenizer.dim, config["width"], config["depth"], config["heads"],
+               cond=config["cond"]), tokenizer
 
 # ------------------------------------------------------------ masking and per-token diffusion
 

@@ -21,6 +21,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TX = "tests/test_text.py"
 M, GM, D, J, DA, P, I, A = ("tests/test_maskgit.py", "tests/test_givt_mar.py", "tests/test_dit.py", "tests/test_jepa.py",
                             "tests/test_data.py", "tests/test_probe.py", "tests/test_inside.py", "tests/test_ar.py")
 MUTATIONS = [
@@ -115,8 +116,8 @@ MUTATIONS = [
      [f"{J}::test_jepa_losses_are_a_direct_computation"], "A6"),
     # data.py: the conditioning modes, the codebook, the world
     ("data.py", "present[:, 3] = False", "pass", [f"{DA}::test_conditioning_modes"], "A7"),
-    ("data.py", "hidden = torch.rand(len(latents), 3, generator=generator) < drop_prob",
-     "hidden = (torch.rand(len(latents), 1, generator=generator) < drop_prob).expand(-1, 3)",
+    ("data.py", "dropped = torch.rand(len(latents), 3, generator=generator, device=device) < drop_prob",
+     "dropped = (torch.rand(len(latents), 1, generator=generator, device=device) < drop_prob).expand(-1, 3)",
      [f"{DA}::test_dropout_hides_each_factor_on_its_own"], "A7"),
     ("data.py", 'if mode.endswith("dropout") and train:', 'if mode.endswith("dropout"):',
      [f"{DA}::test_conditioning_modes"], "A7"),
@@ -129,6 +130,32 @@ MUTATIONS = [
      [f"{DA}::test_patchify_round_trip_numpy_and_torch"], None),
     ("data.py", "color = CLASS_COLORS[bits[:, 1]] + rng.uniform(", "color = CLASS_COLORS[bits[:, 2]] + rng.uniform(",
      [f"{DA}::test_110_is_a_blue_big_triangle"], None),
+    # data.py: the captions of --cond text and text-partial, and their encoder
+    ("data.py", 'return captions(latents, mode == "text-partial" and train, drop_prob, generator)',
+     'return captions(latents, mode == "text-partial", drop_prob, generator)',
+     [f"{TX}::test_data_text_partial_is_full_at_evaluation_and_text_never_drops"], None),
+    ("data.py", "kept = (torch.rand(bits.shape, generator=generator, device=device) >= drop_prob).long()",
+     "kept = (torch.rand(bits.shape, generator=generator, device=device) < drop_prob).long()",
+     [f"{TX}::test_data_text_partial_leaves_each_word_out_on_its_own_with_drop_prob"], None),
+    ("data.py", "kept = (torch.rand(bits.shape, generator=generator, device=device) >= drop_prob).long()",
+     "kept = (torch.rand(len(bits), 1, generator=generator, device=device) >= drop_prob).long()"
+     ".expand(-1, 3)",
+     [f"{TX}::test_data_text_partial_leaves_each_word_out_on_its_own_with_drop_prob"], None),
+    ("data.py", 'words = ["a", size, color, noun]', 'words = ["a", color, size, noun]',
+     [f"{TX}::test_data_captions_name_each_composition_in_english_order"], None),
+    ("data.py", "latents[:, 4] < SIZE_RANGES[:, 0].mean()], 1).long()",
+     "latents[:, 4] > SIZE_RANGES[:, 0].mean()], 1).long()",
+     [f"{TX}::test_data_caption_words_carry_the_contracts_classes"], None),
+    ("data.py", "key_padding_mask=~present, need_weights=False", "key_padding_mask=None, need_weights=False",
+     [f"{TX}::test_data_text_encoder_ignores_padding_and_reads_the_words"], None),
+    ("data.py", "weight = present[..., None].float()", "weight = torch.ones_like(present[..., None]).float()",
+     [f"{TX}::test_data_text_encoder_ignores_padding_and_reads_the_words"], None),
+    ("data.py", "h = self.words(ids) + self.positions[:ids.shape[1]]", "h = self.words(ids)",
+     [f"{TX}::test_data_text_encoder_reads_word_order"], None),
+    ("dit.py", "self.condition = ConditionEmbedding(width, cond)", "self.condition = ConditionEmbedding(width)",
+     [f"{TX}::test_text_condition_reaches_the_generator_through_its_condition_embedding"], None),
+    ("maskgit.py", "self.condition = ConditionEmbedding(width, cond)", "self.condition = ConditionEmbedding(width)",
+     [f"{TX}::test_text_condition_reaches_the_generator_through_its_condition_embedding"], None),
     # probe.py: the judge's three readings
     ("probe.py", "return float(np.prod(np.asarray(probe_factors, dtype=np.float64).mean(0)))",
      "return float(np.asarray(probe_factors).all(1).mean())",
@@ -175,8 +202,10 @@ MUTATIONS = [
 
 
 def copy_of_repository(folder):
-    """What the guarding tests and checks read: the tracked files but results/, and the fitted .cache."""
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    """What the guarding tests and checks read: the files git tracks or would track (new ones
+    included, ignored ones not) but results/, and the fitted .cache."""
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                             cwd=ROOT, capture_output=True, text=True).stdout.split()
     if not tracked:                                        # no git here: the files as they stand
         tracked = [os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(ROOT) for f in fs]
     for path in tracked:
