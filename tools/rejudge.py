@@ -1,4 +1,4 @@
-"""Judge a run's kept samples again, with probe.py as it stands.
+"""Judge a run's kept samples again, with judge.py as it stands.
 
     python tools/rejudge.py runs/dit runs/dit-seed1 ...          # a run folder: every evaluation
     python tools/rejudge.py results/ladder/runs/*                # a kept run: its last evaluation
@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import probe  # noqa: E402
+import judge  # noqa: E402
 import runs  # noqa: E402
 
 KEPT = ("loss", "seconds")                 # what a judge does not compute
@@ -30,7 +30,8 @@ def rejudge(out):
     per_step = {s: os.path.join(out, "samples", f"step_{s}.npz") for s in steps}
     missing = [s for s in steps if not os.path.exists(per_step[s])]
     if missing and not os.path.exists(os.path.join(out, "samples.npz")):
-        raise SystemExit(f"error: {out} has no kept samples for steps {missing}; run it again to rejudge it")
+        raise SystemExit(f"error: {out} has no kept samples for steps {missing}; run it again "
+                         "to rejudge it")
     if missing:                                      # a kept run: its last evaluation only
         per_step = {steps[-1]: os.path.join(out, "samples.npz")}
     history = []
@@ -38,7 +39,7 @@ def rejudge(out):
         if m["step"] in per_step:
             saved = np.load(per_step[m["step"]])
             history.append(dict(step=m["step"], **{k: m[k] for k in KEPT if k in m},
-                                **probe.evaluate(saved["images"], saved["factors"])))
+                                **judge.evaluate(saved["images"], saved["factors"])))
         else:
             history.append({k: v for k, v in m.items() if k != "probe_acc"})
     temporary = os.path.join(out, "metrics.jsonl.tmp")
@@ -54,11 +55,13 @@ def rejudge(out):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+", help="run folders, or runs kept under results/")
     for folder in parser.parse_args(argv).folders:
         last = rejudge(folder)[-1]
-        print(f"{folder}: step {last['step']}: seen {100 * last['seen']:.1f} | level-1 {100 * last['level1']:.1f} "
+        print(f"{folder}: step {last['step']}: seen {100 * last['seen']:.1f} | level-1 "
+              f"{100 * last['level1']:.1f} "
               f"| level-2 {100 * last['level2']:.1f}")
 
 
