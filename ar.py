@@ -13,10 +13,11 @@ Training is teacher forcing: slot i sees the true tokens 0..i-1 and predicts tok
 64 slots at once behind a causal mask. Sampling draws the tokens in 64 steps, with a
 temperature. Trained on seen compositions only.
 
-    python ar.py                                    # the categorical head: 19 minutes alone on a 2-core CPU
+    python ar.py                                    # the categorical head
     python ar.py --head gmm --out runs/ar-gmm       # the mixture head
 
-Sections: config -> model -> the causal order and the two likelihoods -> training -> sampling -> evaluation.
+Sections: config -> model -> the causal order and the two likelihoods -> training -> sampling
+-> evaluation.
 """
 import argparse
 import math
@@ -35,20 +36,32 @@ SAMPLING = ("temperature",)     # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
+# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
+# generator (tests/test_ladder.py holds the copies together). config.json records each value.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_decay=0.0,
+                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
+                width=128, depth=4, heads=4)
+
+
 def parse(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=1e-3)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
+    runs.add_common_arguments(parser, MODEL, DEFAULTS)
     parser.add_argument("--head", default="categorical", choices=("categorical", "gmm"),
-                        help="the objective: cross-entropy over codebook ids, or a Gaussian mixture over vectors")
+                        help="the objective: cross-entropy over codebook ids, or a Gaussian "
+                             "mixture over vectors")
     parser.add_argument("--tokenizer", choices=("pixels", "codebook", "pca"),
-                        help="the mixture head's continuous tokens (default pixels); the categorical head "
+                        help="the mixture head's continuous tokens (default pixels); the "
+                             "categorical head "
                              "reads codebook ids")
-    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
-    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--components", type=int, default=8, help="Gaussians in each token's mixture (gmm)")
+    # the ladder's backbone, the same in every generator
+    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
+    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
+    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
+    parser.add_argument("--components", type=int, default=8,
+                        help="Gaussians in each token's mixture (gmm)")
     parser.add_argument("--temperature", type=float, default=1.0,
-                        help="divides the logits (categorical) or multiplies the sampled scales (gmm); 0: greedy")
+                        help="divides the logits (categorical) or multiplies the sampled scales "
+                             "(gmm); 0: greedy")
     args = parser.parse_args(argv)
     if args.head == "categorical" and args.tokenizer not in (None, "codebook"):
         parser.error(f"--tokenizer {args.tokenizer}: the categorical head predicts codebook ids; "
@@ -88,7 +101,8 @@ class ConditionEmbedding(nn.Module):
         super().__init__()
         self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
-            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width)
+                                         for _, lo, hi in data.COND_GROUPS)
             self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
 
     def forward(self, values, present):
@@ -114,11 +128,13 @@ class Block(nn.Module):
         nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
         nn.init.zeros_(self.modulation.bias)
 
-    def forward(self, x, c, mask=None):                                      # x (B, T, D), c (B, D)
-        """mask (T, T), True where a position may not look (ar.py's causal order); None: all see all."""
-        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+    def forward(self, x, c, attn_mask=None):                                 # x (B, T, D), c (B, D)
+        """attn_mask (T, T): True where a position may not look (ar.py's causal order);
+        None: all see all."""
+        modulation = self.modulation(F.silu(c))[:, None]                    # (B, 1, 6 D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)
         h = modulate(self.norm1(x), shift1, scale1)
-        x = x + gate1 * self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+        x = x + gate1 * self.attention(h, h, h, attn_mask=attn_mask, need_weights=False)[0]
         h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
 
@@ -133,34 +149,41 @@ class AR(nn.Module):
     def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4,
                  length=64, cond="continuous"):
         super().__init__()
-        self.categorical, self.token_dim, self.components = head == "categorical", token_dim, components
-        self.embed = nn.Embedding(vocab_size, width) if self.categorical else nn.Linear(token_dim, width)
+        self.categorical = head == "categorical"
+        self.token_dim, self.components = token_dim, components
+        self.embed = (nn.Embedding(vocab_size, width) if self.categorical
+                      else nn.Linear(token_dim, width))
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
-        self.register_buffer("causal", torch.ones(length, length, dtype=torch.bool).triu(1))  # True: later
+        # causal[i, j] is True where token j comes later than token i: slot i may not look there
+        self.register_buffer("causal", torch.ones(length, length, dtype=torch.bool).triu(1))
         self.condition = ConditionEmbedding(width, cond)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
         outputs = vocab_size if self.categorical else components * (1 + 2 * token_dim)
         self.head = nn.Linear(width, outputs)
-        for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits, one mixture at first
+        # adaLN-Zero: uniform logits, one mixture at first
+        for layer in (self.final_modulation, self.head):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
         if not self.categorical:
-            with torch.no_grad():  # distinct starting means: identical components would stay identical
+            # distinct starting means: identical components would stay identical
+            with torch.no_grad():
                 self.head.bias[components:components * (1 + token_dim)].normal_(0, 0.5)
 
     def forward(self, prefix, values, present):
-        """The prediction for tokens 0..L from prefix = tokens 0..L-1, ids (B, L) or vectors (B, L, C):
-        logits (B, L+1, V), or log weights (B, L+1, K), means and scales (B, L+1, K, C)."""
+        """The prediction for tokens 0..L from prefix = tokens 0..L-1, ids (B, L) or vectors
+        (B, L, C): logits (B, L+1, V), or log weights (B, L+1, K), means and scales
+        (B, L+1, K, C)."""
         c = self.condition(values, present)                                 # (B, D)
-        h = torch.cat([c[:, None], self.embed(prefix)], 1)                  # (B, L+1, D): start, tokens
+        h = torch.cat([c[:, None], self.embed(prefix)], 1)              # (B, L+1, D): start, tokens
         length = h.shape[1]
         h = h + self.positions[:length]
         for block in self.blocks:
             h = block(h, c, self.causal[:length, :length])
-        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        out = self.head(modulate(self.final_norm(h), shift, scale))
+        with runs.full_precision(h.device):                 # logits or the mixture: no bf16
+            shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
+            out = self.head(modulate(self.final_norm(h.float()), shift, scale))
         if self.categorical:
             return out
         k, dims = self.components, self.components * self.token_dim
@@ -172,8 +195,8 @@ class AR(nn.Module):
 
 
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer (data.py): the codebook's ids
-    for the categorical head, continuous tokens for the mixture."""
+    """The network a run trains, shaped by its config, and its tokenizer (data.py): the codebook's
+    ids for the categorical head, continuous tokens for the mixture."""
     shape = dict(components=config["components"], width=config["width"], depth=config["depth"],
                  heads=config["heads"], cond=config["cond"])
     if config["head"] == "categorical":
@@ -204,19 +227,21 @@ def next_token_loss(model, x, values, present):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator().manual_seed(config["seed"])             # data order, dropout, draws
+    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, dropout, draws
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
-    ema = runs.ema_copy(model)                                              # the network evaluations use
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
+    ema = runs.ema_copy(model)                                         # the network evaluations use
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
                                   weight_decay=config["weight_decay"])
+    scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
         generator.set_state(state["rng"])
         step = state["step"]
     evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
@@ -225,28 +250,32 @@ def train(config):
     for step in progress:
         batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
         values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
-        for group in optimizer.param_groups:                                # warm-up, then the schedule
+        for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = next_token_loss(model, batch.to(device), values.to(device), present.to(device))
-        runs.check_finite(loss, step + 1, config["out"])
+        with runs.autocast(device):                                         # bf16 or fp16 on a GPU
+            loss = next_token_loss(model, batch, values, present)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)                                          # clip true gradients
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        scaler.step(optimizer)
+        scaler.update()
+        decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
             for p_ema, p in zip(ema.parameters(), model.parameters()):
                 p_ema.lerp_(p, 1 - decay)
-        progress.set_postfix(loss=f"{loss.item():.4f}")
+        loss = loss.item()                                      # the step's one wait for the device
+        runs.check_finite(loss, step + 1, config["out"])
+        progress.set_postfix(loss=f"{loss:.4f}")
         if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
-                                    title=f"AR ({config['head']}, {config['tokenizer']}, {config['cond']})")
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
+                                    title=f"AR ({config['head']}, {config['tokenizer']}, "
+                                          f"{config['cond']})")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
-                                  rng=generator.get_state())
+                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
+                                  step=step + 1, config=config, rng=generator.get_state())
     return metrics or runs.read_metrics(config["out"])[-1]
 
 
@@ -255,7 +284,7 @@ def choose_component(log_weights, tau, generator):
     """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
     weights pi, tau = 0 takes each token's most likely component."""
     # u is drawn even for tau = 0, so that every draw after it stays the same
-    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)
+    u = torch.rand(log_weights.shape, generator=generator, device=log_weights.device)
     if tau == 0:
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
@@ -264,29 +293,34 @@ def choose_component(log_weights, tau, generator):
 @torch.no_grad()
 def sample(model, values, present, generator, temperature=1.0, length=64):
     """Raster order: 64 steps, each draws token i from p(x_i | x_<i, c) and appends it."""
-    device = next(model.parameters()).device
+    device = next(model.parameters()).device                # every draw is made there, by generator
+    values, present = values.to(device), present.to(device)
     prefix = (torch.zeros((len(values), 0), dtype=torch.long, device=device) if model.categorical
               else torch.zeros((len(values), 0, model.token_dim), device=device))
     for _ in range(length):
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            out = model(prefix, values.to(device), present.to(device))
+        with runs.autocast(device):
+            out = model(prefix, values, present)
         if model.categorical:
             logits = out[:, -1].float()                                     # (B, V): the next token
-            u = torch.rand(logits.shape, generator=generator).to(device)    # drawn even when greedy
+            u = torch.rand(logits.shape, generator=generator, device=device)    # even when greedy
             gumbel = -torch.log(-torch.log(u.clamp(1e-20)))
-            token = logits.argmax(-1) if temperature == 0 else (logits / temperature + gumbel).argmax(-1)
+            token = (logits.argmax(-1) if temperature == 0
+                     else (logits / temperature + gumbel).argmax(-1))
         else:
             log_weights, means, scales = (p[:, -1].float() for p in out)   # (B, K), (B, K, C)
-            k = choose_component(log_weights, 1.0, generator)[:, None, None].expand(-1, 1, model.token_dim)
-            mu, sigma = means.gather(1, k)[:, 0], scales.gather(1, k)[:, 0]  # (B, C)
-            token = mu + temperature * sigma * torch.randn(mu.shape, generator=generator).to(device)
+            k = choose_component(log_weights, 1.0, generator)                # (B,)
+            pick = k[:, None, None].expand(-1, 1, model.token_dim)
+            mu, sigma = means.gather(1, pick)[:, 0], scales.gather(1, pick)[:, 0]  # (B, C)
+            noise = torch.randn(mu.shape, generator=generator, device=device)
+            token = mu + temperature * sigma * noise
         prefix = torch.cat([prefix, token[:, None]], 1)
     return prefix
 
 
 # --------------------------------------------------------------------------- evaluation
 def draw(model, tokenizer, config, values, present, generator):
-    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
+    (values, present)."""
     x = sample(model, values, present, generator, config["temperature"])
     return np.asarray(tokenizer.decode(x.cpu())).clip(0, 1)
 

@@ -49,7 +49,8 @@ CACHE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
 def code_to_bits(code):
     """'101' -> (1, 0, 1); refuses anything that is not one of the eight codes."""
     if code not in COMPOSITIONS:
-        raise ValueError(f"unknown composition code {code!r}; choose from {', '.join(COMPOSITIONS)}")
+        raise ValueError(f"unknown composition code {code!r}; "
+                         f"choose from {', '.join(COMPOSITIONS)}")
     return tuple(int(c) for c in code)
 
 
@@ -81,7 +82,8 @@ def outline_distances(size, cx, cy):
     xp = torch if torch.is_tensor(size) else np
     grid = xp.arange(IMAGE_SIZE) + 0.5
     grid = grid.to(size) if xp is torch else grid.astype(np.float32)
-    x, y = grid[None, None, :] - cx[:, None, None], grid[None, :, None] - cy[:, None, None]  # (N, H, W)
+    x = grid[None, None, :] - cx[:, None, None]                             # (N, H, W)
+    y = grid[None, :, None] - cy[:, None, None]
     size = size[:, None, None]
     circle = xp.sqrt(x ** 2 + y ** 2) - size
     # Upward triangle centred on its bounding box: apex at -0.75 R, base at +0.75 R.
@@ -132,24 +134,30 @@ class TrainingData:
            (by 20,000 steps of batch 64 each image has been seen about 64 times);
     fresh: every batch rendered anew from newly drawn latents (about 1 ms a batch), so no
            image is ever seen twice. Either way, encode turns images into the model's tokens.
+    Batches are on `device`, the generator's: fixed images are kept there and indexed there;
+    fresh ones are rendered on the CPU (numpy) and moved.
     """
 
-    def __init__(self, kind, n_per_code, encode):
+    def __init__(self, kind, n_per_code, encode, device="cpu"):
         if kind not in DATA_KINDS:
             raise ValueError(f"unknown training data {kind!r}; choose from {', '.join(DATA_KINDS)}")
-        self.kind, self.encode = kind, encode
+        self.kind, self.encode, self.device = kind, encode, torch.device(device)
         if kind == "fixed":
-            images, _, self.latents = training_set(n_per_code)
-            self.tokens = encode(images)                                   # (N, 64, ...), made once
+            images, _, latents = training_set(n_per_code)
+            self.tokens = encode(images).to(self.device)             # (N, 64, ...): moved once
+            self.latents = torch.as_tensor(latents).to(self.device)  # (N, 7)
 
     def batch(self, size, generator):
         if self.kind == "fixed":
-            index = torch.randint(len(self.tokens), (size,), generator=generator)
-            return self.tokens[index], self.latents[index.numpy()]
-        rng = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=generator)))
+            index = torch.randint(len(self.tokens), (size,), generator=generator,
+                                  device=self.device)
+            return self.tokens[index], self.latents[index]
+        seed = torch.randint(2 ** 62, (1,), generator=generator, device=self.device)
+        rng = np.random.default_rng(int(seed))                        # the CPU renders: one wait
         bits = np.array([code_to_bits(code) for code in SEEN])[rng.integers(len(SEEN), size=size)]
         latents = sample_latents(bits, rng)
-        return self.encode(render(latents)), latents
+        tokens, latents = self.encode(render(latents)), torch.as_tensor(latents)
+        return tokens.to(self.device), latents.to(self.device)
 
 
 # -------------------------------------------------------------------------- conditioning
@@ -261,7 +269,8 @@ class TextEncoder(nn.Module):
         self.norm1 = nn.LayerNorm(width)
         self.attention = nn.MultiheadAttention(width, heads, batch_first=True)
         self.norm2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width))
 
     def forward(self, ids, present):                              # ids, present (B, L)
         h = self.words(ids) + self.positions[:ids.shape[1]]       # (B, L, D)
@@ -318,8 +327,8 @@ class Codebook:
     A plain k-means codebook over RGB patches fitted on seen images cannot draw a blue
     triangle edge, because none occurs in training. Here a patch is modelled as
     mask (patch x patch coverage) times colour, each quantized on its own:
-    `n_masks` k-means masks (1024) and a palette of `n_colors` k-means colours (2: one red, one blue), so
-    id = mask_index * n_colors + color_index, a vocabulary of n_masks * n_colors.
+    `n_masks` k-means masks (1024) and a palette of `n_colors` k-means colours (2: one red, one
+    blue), so id = mask_index * n_colors + color_index, a vocabulary of n_masks * n_colors.
     Encoding picks the pair with the least squared error.
     """
 
@@ -417,7 +426,8 @@ def load_tokenizer(name, **settings):
     kinds = {"codebook": Codebook, "pca": PCATokenizer}
     if name not in kinds:
         raise ValueError(f"unknown tokenizer {name!r}; choose from {', '.join(kinds)}")
-    path = cache_path(f"tokenizer-{name}", sorted(settings.items()) + [kinds[name].__init__.__defaults__])
+    path = cache_path(f"tokenizer-{name}",
+                      sorted(settings.items()) + [kinds[name].__init__.__defaults__])
     if os.path.exists(path):
         tokenizer = kinds[name].__new__(kinds[name])
         tokenizer.__dict__.update(torch.load(path, weights_only=True))
@@ -429,7 +439,8 @@ def load_tokenizer(name, **settings):
 
 def save_atomic(state, path, shared=False):
     """torch.save to a temporary file, then rename: an interruption never leaves half a file.
-    shared: runs started together may write this file at once (the cache), so each its own temporary."""
+    shared: runs started together may write this file at once (the cache), so each its own
+    temporary."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     temporary = f"{path}.{os.getpid()}.tmp" if shared else path + ".tmp"
     torch.save(state, temporary)
@@ -466,11 +477,13 @@ def sample_positions(counts, rng, jitter=0.5):
 
 
 def render_objects(positions):
-    """Images (N, H, W, 3) float32: a disc at each (x, y) of each list entry, anti-aliased as render's."""
+    """Images (N, H, W, 3) float32: a disc at each (x, y)
+    of each list entry, anti-aliased as render's."""
     images = np.zeros((len(positions), IMAGE_SIZE, IMAGE_SIZE, 3), np.float32)
     for image, points in zip(images, positions):
         if len(points):
             points = np.asarray(points, dtype=np.float32)
-            discs, _ = outline_distances(np.full(len(points), DISC_RADIUS, np.float32), points[:, 0], points[:, 1])
+            discs, _ = outline_distances(np.full(len(points), DISC_RADIUS, np.float32),
+                                         points[:, 0], points[:, 1])
             image[:] = coverage_of(discs).max(0)[..., None] * OBJECT_COLOR
     return images

@@ -5,7 +5,7 @@ The model sees every token of a noisy image at once and is trained to denoise it
 the factors through adaLN-Zero. Trained on the seen compositions of Shapes2D only, judged
 by probe.py on all eight.
 
-    python dit.py                                   # default: 13 minutes alone on a 2-core CPU
+    python dit.py                                   # the default run
     python dit.py --steps 8000 --lr-schedule cosine --out runs/dit-8k   # a long run: decay the rate
 
 Sections: config -> model -> flow matching -> training -> sampling -> evaluation.
@@ -22,21 +22,30 @@ import data
 import runs
 
 MODEL = "dit"
-SAMPLING = ("sample_steps",)    # the settings sampling reads: tools/resample.py may change these alone
+SAMPLING = ("sample_steps",)    # the settings sampling reads: tools/resample.py may change them
 
 
 # -------------------------------------------------------------------------------- config
+# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
+# generator (tests/test_ladder.py holds the copies together). config.json records each value.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=2e-3, warm_up_steps=200, weight_decay=0.0,
+                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
+                width=128, depth=4, heads=4)    # lr 2e-3: results/README.md, the recipe
+
+
 def parse(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=2e-3)  # lr: results/README.md, the recipe
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
+    runs.add_common_arguments(parser, MODEL, DEFAULTS)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
-    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
-    parser.add_argument("--heads", type=int, default=4)
+    # the ladder's backbone, the same in every generator
+    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
+    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
+    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
-                        help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, or U(0, 1), "
+                        help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "
+                             "or U(0, 1), "
                              "slower to compose (results/README.md, the recipe)")
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
@@ -71,7 +80,8 @@ class ConditionEmbedding(nn.Module):
         super().__init__()
         self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
-            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width)
+                                         for _, lo, hi in data.COND_GROUPS)
             self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
 
     def forward(self, values, present):
@@ -97,11 +107,13 @@ class Block(nn.Module):
         nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
         nn.init.zeros_(self.modulation.bias)
 
-    def forward(self, x, c, mask=None):                                      # x (B, T, D), c (B, D)
-        """mask (T, T), True where a position may not look (ar.py's causal order); None: all see all."""
-        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+    def forward(self, x, c, attn_mask=None):                                 # x (B, T, D), c (B, D)
+        """attn_mask (T, T): True where a position may not look (ar.py's causal order);
+        None: all see all."""
+        modulation = self.modulation(F.silu(c))[:, None]                    # (B, 1, 6 D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)
         h = modulate(self.norm1(x), shift1, scale1)
-        x = x + gate1 * self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+        x = x + gate1 * self.attention(h, h, h, attn_mask=attn_mask, need_weights=False)[0]
         h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
 
@@ -131,12 +143,14 @@ class DiT(nn.Module):
 
     def forward(self, x_t, t, values, present):
         """Predicts the clean tokens x_0 (B, T, C) from x_t, the time t (B,) and the condition."""
-        c = self.time(timestep_embedding(t, self.time[0].in_features)) + self.condition(values, present)
+        c = self.time(timestep_embedding(t, self.time[0].in_features))      # (B, D): the time
+        c = c + self.condition(values, present)                             # and the condition
         h = self.embed(x_t) + self.positions                                # (B, T, D)
         for block in self.blocks:
             h = block(h, c)
-        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        return self.head(modulate(self.final_norm(h), shift, scale))
+        with runs.full_precision(h.device):                 # x0_hat, weighed up to 1/t^2 = 400
+            shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
+            return self.head(modulate(self.final_norm(h.float()), shift, scale))
 
 
 def build(config):
@@ -156,16 +170,17 @@ def noisy(x_0, t, eps):
 
 
 def draw_time(n, kind, generator):
-    """Where training spends its effort. uniform: t ~ U(0, 1). logit-normal: t = sigmoid(0.8 n + 0.8),
-    n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels 25 sampling steps hardly visit."""
+    """Where training spends its effort. uniform: t ~ U(0, 1). logit-normal:
+    t = sigmoid(0.8 n + 0.8), n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels
+    25 sampling steps hardly visit."""
     if kind == "uniform":
-        return torch.rand(n, generator=generator)
-    return torch.sigmoid(0.8 * torch.randn(n, generator=generator) + 0.8)
+        return torch.rand(n, generator=generator, device=generator.device)
+    return torch.sigmoid(0.8 * torch.randn(n, generator=generator, device=generator.device) + 0.8)
 
 
 def flow_loss(model, x_0, values, present, generator, time_dist="logit-normal"):
-    t = draw_time(len(x_0), time_dist, generator).to(x_0.device)
-    eps = torch.randn(x_0.shape, generator=generator).to(x_0.device)
+    t = draw_time(len(x_0), time_dist, generator)
+    eps = torch.randn(x_0.shape, generator=generator, device=x_0.device)
     x_t = noisy(x_0, t, eps)
     x0_hat = model(x_t, t, values, present)
     # Velocity loss ||v_hat - v||^2 = ||x0_hat - x_0||^2 / t^2, t floored to keep it finite.
@@ -177,19 +192,21 @@ def flow_loss(model, x_0, values, present, generator, time_dist="logit-normal"):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator().manual_seed(config["seed"])             # data order, t, eps, dropout
+    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, t, eps, dropout
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
-    ema = runs.ema_copy(model)                                              # the network evaluations use
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
+    ema = runs.ema_copy(model)                                         # the network evaluations use
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
                                   weight_decay=config["weight_decay"])
+    scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
         generator.set_state(state["rng"])
         step = state["step"]
     evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
@@ -198,29 +215,31 @@ def train(config):
     for step in progress:
         batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
         values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
-        for group in optimizer.param_groups:                                # warm-up, then the schedule
+        for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = flow_loss(model, batch.to(device), values.to(device), present.to(device), generator,
-                             config["time_dist"])
-        runs.check_finite(loss, step + 1, config["out"])
+        with runs.autocast(device):                                         # bf16 or fp16 on a GPU
+            loss = flow_loss(model, batch, values, present, generator, config["time_dist"])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)                                          # clip true gradients
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        scaler.step(optimizer)
+        scaler.update()
+        decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
             for p_ema, p in zip(ema.parameters(), model.parameters()):
                 p_ema.lerp_(p, 1 - decay)
-        progress.set_postfix(loss=f"{loss.item():.4f}")
+        loss = loss.item()                                      # the step's one wait for the device
+        runs.check_finite(loss, step + 1, config["out"])
+        progress.set_postfix(loss=f"{loss:.4f}")
         if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
                                     title=f"DiT ({config['cond']}, {config['tokenizer']})")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
-                                  rng=generator.get_state())
+                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
+                                  step=step + 1, config=config, rng=generator.get_state())
     return metrics or runs.read_metrics(config["out"])[-1]
 
 
@@ -228,21 +247,23 @@ def train(config):
 @torch.no_grad()
 def sample(model, values, present, token_dim, steps, generator, length=64):
     """Euler integration of dx/dt = v from t = 1 (noise) to t = 0 (image)."""
-    device = next(model.parameters()).device
-    x = torch.randn((len(values), length, token_dim), generator=generator).to(device)
+    device = next(model.parameters()).device                # every draw is made there, by generator
+    values, present = values.to(device), present.to(device)
+    x = torch.randn((len(values), length, token_dim), generator=generator, device=device)
     times = torch.linspace(1, 0, steps + 1)
     for t, t_next in zip(times[:-1], times[1:]):
         t_batch = torch.full((len(x),), float(t), device=device)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            x0_hat = model(x, t_batch, values.to(device), present.to(device)).float()
-        velocity = (x - x0_hat) / t                                          # v_hat = (x_t - x0_hat) / t
-        x = x + (t_next - t) * velocity                                      # x_{t'} = x_t + (t' - t) v_hat
+        with runs.autocast(device):
+            x0_hat = model(x, t_batch, values, present).float()
+        velocity = (x - x0_hat) / t                                     # v_hat = (x_t - x0_hat) / t
+        x = x + (t_next - t) * velocity                              # x_{t'} = x_t + (t' - t) v_hat
     return x
 
 
 # --------------------------------------------------------------------------- evaluation
 def draw(model, tokenizer, config, values, present, generator):
-    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
+    (values, present)."""
     x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator)
     return tokenizer.decode(x).clip(0, 1)
 

@@ -6,7 +6,7 @@ token, trained by negative log-likelihood on the masked positions. Sampling deco
 the same parallel schedule, committing tokens by their density. Trained on seen
 compositions only.
 
-    python givt.py                                  # default: 13 minutes alone on a 2-core CPU
+    python givt.py                                  # the default run
     python givt.py --unmask confidence --out runs/givt-confidence
 
 Sections: config -> model -> masking and the mixture -> training -> sampling -> evaluation.
@@ -23,18 +23,27 @@ import data
 import runs
 
 MODEL = "givt"
-SAMPLING = ("sample_steps", "unmask", "temperature", "mixture_temperature", "choice_temperature")   # what tools/resample.py may change
+SAMPLING = ("sample_steps", "unmask", "temperature", "mixture_temperature",
+            "choice_temperature")                             # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
+# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
+# generator (tests/test_ladder.py holds the copies together). config.json records each value.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_decay=0.0,
+                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
+                width=128, depth=4, heads=4)
+
+
 def parse(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=2000, eval_every=250, model=MODEL, lr=1e-3)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
+    runs.add_common_arguments(parser, MODEL, DEFAULTS)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
-    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
-    parser.add_argument("--heads", type=int, default=4)
+    # the ladder's backbone, the same in every generator
+    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
+    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
+    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
     parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
     parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
                         help="gamma(r), the share of tokens hidden, in training and in decoding")
@@ -43,16 +52,20 @@ def parse(argv=None):
     # default is random order, as in mar.py. --unmask confidence is there to compare.
     parser.add_argument("--unmask", default="random", choices=("confidence", "random"),
                         help="which masked tokens to commit at each decoding step")
-    parser.add_argument("--components", type=int, default=8, help="Gaussians in each token's mixture")
-    parser.add_argument("--temperature", type=float, default=1.0, help="multiplies the sampled scales")
+    parser.add_argument("--components", type=int, default=8,
+                        help="Gaussians in each token's mixture")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="multiplies the sampled scales")
     parser.add_argument("--mixture-temperature", type=float, default=1.0,
-                        help="tau: a token's component is drawn with probability ~ pi^(1/tau); 0 takes the likeliest")
+                        help="tau: a token's component is drawn with probability ~ pi^(1/tau); 0 "
+                             "takes the likeliest")
     parser.add_argument("--choice-temperature", type=float, default=4.5,
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
     args = parser.parse_args(argv)
     for name in ("sample_steps", "components"):
         if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got "
+                         f"{getattr(args, name)}")
     if args.mixture_temperature < 0:
         parser.error(f"--mixture-temperature must be >= 0, got {args.mixture_temperature}")
     return parser, args
@@ -85,7 +98,8 @@ class ConditionEmbedding(nn.Module):
         super().__init__()
         self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
-            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in data.COND_GROUPS)
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width)
+                                         for _, lo, hi in data.COND_GROUPS)
             self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
 
     def forward(self, values, present):
@@ -111,11 +125,13 @@ class Block(nn.Module):
         nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity
         nn.init.zeros_(self.modulation.bias)
 
-    def forward(self, x, c, mask=None):                                      # x (B, T, D), c (B, D)
-        """mask (T, T), True where a position may not look (ar.py's causal order); None: all see all."""
-        shift1, scale1, gate1, shift2, scale2, gate2 = self.modulation(F.silu(c))[:, None].chunk(6, -1)
+    def forward(self, x, c, attn_mask=None):                                 # x (B, T, D), c (B, D)
+        """attn_mask (T, T): True where a position may not look (ar.py's causal order);
+        None: all see all."""
+        modulation = self.modulation(F.silu(c))[:, None]                    # (B, 1, 6 D)
+        shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)
         h = modulate(self.norm1(x), shift1, scale1)
-        x = x + gate1 * self.attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+        x = x + gate1 * self.attention(h, h, h, attn_mask=attn_mask, need_weights=False)[0]
         h = modulate(self.norm2(x), shift2, scale2)
         return x + gate2 * self.mlp(h)
 
@@ -129,28 +145,31 @@ class GIVT(nn.Module):
         super().__init__()
         self.token_dim, self.components = token_dim, components
         self.embed = nn.Linear(token_dim, width)
-        self.mask_embedding = nn.Parameter(torch.zeros(width))             # stands in for hidden tokens
+        self.mask_embedding = nn.Parameter(torch.zeros(width))         # stands in for hidden tokens
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
         self.condition = ConditionEmbedding(width, cond)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
         self.head = nn.Linear(width, components * (1 + 2 * token_dim))     # weights, means, scales
-        for layer in (self.final_modulation, self.head):  # adaLN-Zero: the same mixture everywhere at first
+        # adaLN-Zero: the same mixture everywhere at first
+        for layer in (self.final_modulation, self.head):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
         with torch.no_grad():  # distinct starting means: identical components would stay identical
             self.head.bias[components:components * (1 + token_dim)].normal_(0, 0.5)
 
-    def forward(self, x, mask, values, present):
-        """The mixture at every position of x (B, T, C), hidden where mask (B, T) is True:
-        log weights (B, T, K), means and scales (B, T, K, C)."""
+    def forward(self, x, hidden, values, present):
+        """The mixture at every position of x (B, T, C), whose tokens are hidden where hidden
+        (B, T) is True: log weights (B, T, K), means and scales (B, T, K, C)."""
         c = self.condition(values, present)                                 # (B, D)
-        h = torch.where(mask[..., None], self.mask_embedding, self.embed(x)) + self.positions  # (B, T, D)
+        h = (torch.where(hidden[..., None], self.mask_embedding, self.embed(x))
+             + self.positions)                                              # (B, T, D)
         for block in self.blocks:
             h = block(h, c)
-        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        out = self.head(modulate(self.final_norm(h), shift, scale))
+        with runs.full_precision(h.device):                                 # the mixture: no bf16
+            shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
+            out = self.head(modulate(self.final_norm(h.float()), shift, scale))
         k, dims = self.components, self.components * self.token_dim
         logits, means, scales = out.split([k, dims, dims], -1)
         means = means.unflatten(-1, (k, self.token_dim))                    # (B, T, K, C)
@@ -162,8 +181,8 @@ class GIVT(nn.Module):
 def build(config):
     """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
     tokenizer = data.ContinuousTokenizer(config["tokenizer"])
-    return GIVT(tokenizer.dim, config["components"], config["width"], config["depth"], config["heads"],
-                cond=config["cond"]), tokenizer
+    return GIVT(tokenizer.dim, config["components"], config["width"], config["depth"],
+                config["heads"], cond=config["cond"]), tokenizer
 
 # ----------------------------------------------------------------- masking and the mixture
 def mask_ratio(r, schedule="cosine"):
@@ -177,10 +196,12 @@ def mask_ratio(r, schedule="cosine"):
 
 
 def random_mask(batch, length, generator, schedule="cosine"):
-    """(B, T) bool, True = hidden: gamma(r) T positions, r ~ U(0, 1), at least one."""
-    r = torch.rand(batch, generator=generator)
+    """(B, T) bool, True = hidden: ceil(gamma(r) T) of a row's T positions (rounded up, so never
+    none), r ~ U(0, 1) drawn once per row."""
+    r = torch.rand(batch, generator=generator, device=generator.device)    # where generator is
     count = (mask_ratio(r, schedule) * length).ceil().clamp(min=1)          # (B,)
-    rank = torch.rand(batch, length, generator=generator).argsort(1).argsort(1)
+    keys = torch.rand(batch, length, generator=generator, device=generator.device)
+    rank = keys.argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
 
@@ -193,9 +214,10 @@ def log_density(x, log_weights, means, scales):
 
 def masked_loss(model, x, values, present, generator, schedule="cosine"):
     """Negative log-likelihood of the hidden tokens, in nats per token value."""
-    mask = random_mask(*x.shape[:2], generator, schedule).to(x.device)
-    log_weights, means, scales = model(x, mask, values, present)           # the answer is hidden
-    nll = -log_density(x[mask].float(), log_weights[mask].float(), means[mask].float(), scales[mask].float())
+    hidden = random_mask(*x.shape[:2], generator, schedule)
+    log_weights, means, scales = model(x, hidden, values, present)         # the answer is hidden
+    nll = -log_density(x[hidden].float(), log_weights[hidden].float(), means[hidden].float(),
+                       scales[hidden].float())
     return nll.mean() / x.shape[-1]
 
 
@@ -203,19 +225,21 @@ def masked_loss(model, x, values, present, generator, schedule="cosine"):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
+    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, masks, dropout
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
-    ema = runs.ema_copy(model)                                              # the network evaluations use
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
+    ema = runs.ema_copy(model)                                         # the network evaluations use
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
                                   weight_decay=config["weight_decay"])
+    scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
         generator.set_state(state["rng"])
         step = state["step"]
     evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
@@ -224,91 +248,98 @@ def train(config):
     for step in progress:
         batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
         values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
-        for group in optimizer.param_groups:                                # warm-up, then the schedule
+        for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = masked_loss(model, batch.to(device), values.to(device), present.to(device), generator,
-                               config["mask_schedule"])
-        runs.check_finite(loss, step + 1, config["out"])
+        with runs.autocast(device):                                         # bf16 or fp16 on a GPU
+            loss = masked_loss(model, batch, values, present, generator, config["mask_schedule"])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)                                          # clip true gradients
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        scaler.step(optimizer)
+        scaler.update()
+        decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
             for p_ema, p in zip(ema.parameters(), model.parameters()):
                 p_ema.lerp_(p, 1 - decay)
-        progress.set_postfix(loss=f"{loss.item():.4f}")
+        loss = loss.item()                                      # the step's one wait for the device
+        runs.check_finite(loss, step + 1, config["out"])
+        progress.set_postfix(loss=f"{loss:.4f}")
         if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
-                                    title=f"GIVT ({config['cond']}, {config['tokenizer']}, {config['unmask']} unmasking)")
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
+                                    title=f"GIVT ({config['cond']}, {config['tokenizer']}, "
+                                          f"{config['unmask']} unmasking)")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
-                                  rng=generator.get_state())
+                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
+                                  step=step + 1, config=config, rng=generator.get_state())
     return metrics or runs.read_metrics(config["out"])[-1]
 
 
 # ----------------------------------------------------------------------------- sampling
-def remask_count(s, steps, length, masked, schedule="cosine"):
+def remask_count(s, steps, length, hidden, schedule="cosine"):
     """How many tokens stay hidden after decoding step s of S: gamma((s+1)/S) T, but always at
     least one fewer than are hidden now (so every step commits a token, even when the cosine
     schedule would not), none after the last step, and none once all are drawn (S > T)."""
     if s == steps - 1:
         return 0
-    hidden = mask_ratio(torch.tensor((s + 1) / steps), schedule) * length
-    return max(0, min(int(math.floor(hidden)), int(masked.sum(1).min()) - 1))
+    count = mask_ratio(torch.tensor((s + 1) / steps), schedule) * length
+    return max(0, min(int(math.floor(count)), int(hidden.sum(1).min()) - 1))
 
 
 def choose_component(log_weights, tau, generator):
     """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
     weights pi, tau = 0 takes each token's most likely component."""
     # u is drawn even for tau = 0, so that every draw after it stays the same
-    u = torch.rand(log_weights.shape, generator=generator).to(log_weights.device)
+    u = torch.rand(log_weights.shape, generator=generator, device=log_weights.device)
     if tau == 0:
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
 
 
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, unmask="random", choice_temperature=4.5,
-           temperature=1.0, length=64, schedule="cosine", mixture_temperature=1.0):
+def sample(model, values, present, token_dim, steps, generator, unmask="random",
+           choice_temperature=4.5, temperature=1.0, length=64, schedule="cosine",
+           mixture_temperature=1.0):
     """Parallel decoding: start all hidden; at step s sample every hidden token from its
     mixture, keep some (a random choice; the most likely with unmask="confidence") and hide
     gamma((s+1)/S) T again, none after S steps."""
-    device = next(model.parameters()).device
+    device = next(model.parameters()).device                # every draw is made there, by generator
+    values, present = values.to(device), present.to(device)
     x = torch.zeros((len(values), length, token_dim), device=device)
-    masked = torch.ones((len(values), length), dtype=torch.bool, device=device)
+    hidden = torch.ones((len(values), length), dtype=torch.bool, device=device)
     for s in range(steps):
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            log_weights, means, scales = (p.float() for p in model(x, masked, values.to(device), present.to(device)))
+        with runs.autocast(device):
+            log_weights, means, scales = model(x, hidden, values, present)   # fp32: the head's
         k = choose_component(log_weights, mixture_temperature, generator)  # (B, T)
         pick = k[..., None, None].expand(-1, -1, 1, token_dim)
         mu, sigma = means.gather(2, pick)[:, :, 0], scales.gather(2, pick)[:, :, 0]
-        drawn = mu + temperature * sigma * torch.randn(mu.shape, generator=generator).to(device)
+        drawn = mu + temperature * sigma * torch.randn(mu.shape, generator=generator, device=device)
         log_p = log_density(drawn, log_weights, means, scales)
         if unmask == "confidence":                                          # log p + annealed noise
-            g = -torch.log(-torch.log(torch.rand(masked.shape, generator=generator).clamp(1e-20))).to(device)
+            u = torch.rand(hidden.shape, generator=generator, device=device)
+            g = -torch.log(-torch.log(u.clamp(1e-20)))                      # Gumbel noise
             confidence = log_p + choice_temperature * (1 - (s + 1) / steps) * g
         else:                                                               # a random order
-            confidence = torch.rand(masked.shape, generator=generator).to(device)
-        confidence = confidence.masked_fill(~masked, math.inf)              # decoded tokens stay
-        remask = remask_count(s, steps, length, masked, schedule)
-        x = torch.where(masked[..., None], drawn, x)
-        masked = torch.zeros_like(masked)
+            confidence = torch.rand(hidden.shape, generator=generator, device=device)
+        confidence = confidence.masked_fill(~hidden, math.inf)              # decoded tokens stay
+        remask = remask_count(s, steps, length, hidden, schedule)
+        x = torch.where(hidden[..., None], drawn, x)
+        hidden = torch.zeros_like(hidden)
         if remask > 0:
             lowest = confidence.argsort(1)[:, :remask]                      # least confident
-            masked = masked.scatter(1, lowest, True)
+            hidden = hidden.scatter(1, lowest, True)
     return x
 
 
 # --------------------------------------------------------------------------- evaluation
 def draw(model, tokenizer, config, values, present, generator):
-    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions (values, present)."""
-    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator, config["unmask"],
-               config["choice_temperature"], config["temperature"], schedule=config["mask_schedule"],
-               mixture_temperature=config["mixture_temperature"])
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
+    (values, present)."""
+    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator,
+               config["unmask"], config["choice_temperature"], config["temperature"],
+               schedule=config["mask_schedule"], mixture_temperature=config["mixture_temperature"])
     return tokenizer.decode(x).clip(0, 1)
 
 

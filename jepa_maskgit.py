@@ -11,7 +11,7 @@ scored by mean squared error:
 
 Model, tokenizer, masking, sampler and evaluation are imported from maskgit.py.
 
-    python jepa_maskgit.py                                  # default: 20 minutes alone on a 2-core CPU
+    python jepa_maskgit.py                                  # the default run
     python jepa_maskgit.py --jepa-layers 1,3 --jepa-weight 0.3 --out runs/jepa-13-03
 
 Sections: config -> model (the predictor) -> the JEPA loss -> training; sampling and
@@ -39,22 +39,27 @@ def layer_list(text):
     try:
         layers = sorted({int(part) for part in text.split(",")})
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a comma list of block indices such as 2,3, got {text!r}")
+        raise argparse.ArgumentTypeError("expected a comma list of block indices such as 2,3, "
+                                         f"got {text!r}")
     return layers
 
 
 def jepa_arguments(parser):
     parser.add_argument("--jepa-layers", type=layer_list, default=[2, 3],
-                        help="blocks (0-based) whose outputs are predicted; default: the upper half")
-    parser.add_argument("--jepa-weight", type=float, default=0.6, help="lambda, the JEPA loss weight")
+                        help="blocks (0-based) whose outputs are predicted; default: the "
+                             "upper half")
+    parser.add_argument("--jepa-weight", type=float, default=0.6,
+                        help="lambda, the JEPA loss weight")
     parser.add_argument("--jepa-momentum", type=float, default=0.996,
-                        help="target EMA momentum at the start; it rises linearly to 1 at the last step")
+                        help="target EMA momentum at the start; it rises linearly to 1 at "
+                             "the last step")
 
 
 def jepa_checks(parser, args):
     bad = [layer for layer in args.jepa_layers if not 0 <= layer < args.depth]
     if bad:
-        parser.error(f"--jepa-layers: block {bad[0]} does not exist; blocks are 0..{args.depth - 1}")
+        parser.error(f"--jepa-layers: block {bad[0]} does not exist; "
+                     f"blocks are 0..{args.depth - 1}")
     if args.jepa_weight < 0:
         parser.error(f"--jepa-weight must be >= 0, got {args.jepa_weight}")
     if not 0 <= args.jepa_momentum <= 1:
@@ -77,17 +82,18 @@ def make_predictors(width, layers):
 
 
 # ------------------------------------------------------------------------------ JEPA loss
-def jepa_losses(model, target, predictors, ids, values, present, generator, layers, label_smoothing=0.0,
-                schedule="cosine"):
-    """(cross-entropy, JEPA loss) on one batch; the mask is drawn exactly as maskgit.py draws it."""
-    mask = random_mask(*ids.shape, generator, schedule).to(ids.device)
-    c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
-    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask].float(), ids[mask],
-                                    label_smoothing=label_smoothing)                # as maskgit.py's
+def jepa_losses(model, target, predictors, ids, values, present, generator, layers,
+                label_smoothing=0.0, schedule="cosine"):
+    """(cross-entropy, JEPA loss) on one batch; the hidden tokens are drawn exactly as maskgit.py
+    draws them."""
+    hidden = random_mask(*ids.shape, generator, schedule)
+    c, context = model.hidden_states(ids.masked_fill(hidden, model.mask_id), values, present)
+    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[hidden].float(), ids[hidden],
+                                    label_smoothing=label_smoothing)               # as maskgit.py's
     with torch.no_grad():                                                   # stop-gradient
         _, targets = target.hidden_states(ids, values, present)             # the full input
-    jepa = sum(F.mse_loss(predictor(context[layer][mask]).float(),
-                          F.layer_norm(targets[layer][mask].float(), (context[layer].shape[-1],)))
+    jepa = sum(F.mse_loss(predictor(context[layer][hidden]).float(),
+                          F.layer_norm(targets[layer][hidden].float(), (context[layer].shape[-1],)))
                for predictor, layer in zip(predictors, layers)) / len(layers)
     return cross_entropy, jepa
 
@@ -102,21 +108,23 @@ def target_momentum(step, steps, start):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator().manual_seed(config["seed"])             # data order, masks, dropout
+    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, masks, dropout
     model, tokenizer = build(config)                                        # maskgit.py's network
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)
-    ema = runs.ema_copy(model)                                              # the network evaluations use
-    target = copy.deepcopy(ema)                                             # the JEPA target encoder
+    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
+    ema = runs.ema_copy(model)                                         # the network evaluations use
+    target = copy.deepcopy(ema)                                            # the JEPA target encoder
     predictors = make_predictors(config["width"], config["jepa_layers"]).to(device)
     parameters = list(model.parameters()) + list(predictors.parameters())
-    optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=(0.9, 0.99),
+    optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=config["adamw_betas"],
                                   weight_decay=config["weight_decay"])
+    scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config)
-        for module, key in ((model, "model"), (ema, "ema"), (target, "target"), (predictors, "predictors"),
-                            (optimizer, "optimizer")):
+        for module, key in ((model, "model"), (ema, "ema"), (target, "target"),
+                            (predictors, "predictors"), (optimizer, "optimizer"),
+                            (scaler, "scaler")):
             module.load_state_dict(state[key])
         generator.set_state(state["rng"])
         step = state["step"]
@@ -126,34 +134,40 @@ def train(config):
     for step in progress:
         batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
         values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
-        for group in optimizer.param_groups:                                # warm-up, then the schedule
+        for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            cross_entropy, jepa = jepa_losses(model, target, predictors, batch.to(device), values.to(device),
-                                              present.to(device), generator, config["jepa_layers"],
+        with runs.autocast(device):                                         # bf16 or fp16 on a GPU
+            cross_entropy, jepa = jepa_losses(model, target, predictors, batch, values, present,
+                                              generator, config["jepa_layers"],
                                               config["label_smoothing"], config["mask_schedule"])
         loss = cross_entropy + config["jepa_weight"] * jepa
-        runs.check_finite(loss, step + 1, config["out"])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-        optimizer.step()
-        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)                                          # clip true gradients
+        torch.nn.utils.clip_grad_norm_(parameters, config["clip_norm"])
+        scaler.step(optimizer)
+        scaler.update()
+        decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         momentum = target_momentum(step, config["steps"], config["jepa_momentum"])
         with torch.no_grad():
-            for p_ema, p_target, p in zip(ema.parameters(), target.parameters(), model.parameters()):
+            for p_ema, p_target, p in zip(ema.parameters(), target.parameters(),
+                                          model.parameters()):
                 p_ema.lerp_(p, 1 - decay)
-                p_target.lerp_(p, 1 - momentum)                             # the target's only update
-        progress.set_postfix(loss=f"{loss.item():.4f}", ce=f"{cross_entropy.item():.4f}", jepa=f"{jepa.item():.4f}")
+                p_target.lerp_(p, 1 - momentum)                           # the target's only update
+        readings = torch.stack([loss, cross_entropy, jepa]).cpu()       # the step's one wait
+        loss, cross_entropy, jepa = readings.tolist()
+        runs.check_finite(loss, step + 1, config["out"])
+        progress.set_postfix(loss=f"{loss:.4f}", ce=f"{cross_entropy:.4f}", jepa=f"{jepa:.4f}")
         if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss.item(),
-                                    title=f"JEPA-MaskGIT ({config['cond']}, {config['unmask']} unmasking)")
+            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
+                                    title=f"JEPA-MaskGIT ({config['cond']}, "
+                                          f"{config['unmask']} unmasking)")
             progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
                            f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
                                   target=target.state_dict(), predictors=predictors.state_dict(),
-                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
-                                  rng=generator.get_state())
+                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
+                                  step=step + 1, config=config, rng=generator.get_state())
     return metrics or runs.read_metrics(config["out"])[-1]
 
 

@@ -1,13 +1,16 @@
 """The run plumbing every generator shares: flags, the run folder, evaluations, checkpoints,
-metrics.jsonl and the pictures. Nothing here is a method; the judge is probe.py.
+metrics.jsonl and the pictures. Nothing here is a method; the judge is judge.py.
 
 A generator calls, in order:
-    config = runs.start_run(parser, args, MODEL)   # after runs.add_common_arguments(parser, ...)
-    runs.run(MODEL, config, train)                 # train() calls runs.evaluate() at each evaluation
+    runs.add_common_arguments(parser, MODEL, DEFAULTS)  # the contract's flags, at DEFAULTS
+    config = runs.start_run(parser, args, MODEL)
+    runs.run(MODEL, config, train)                # train() calls runs.evaluate() at each evaluation
 
-Sections, in call order: arguments -> start -> run -> the per-step helpers -> evaluation and
-record -> checkpoints -> pictures.
+Sections, in call order: arguments -> start -> run -> precision -> the per-step helpers ->
+evaluation and record -> checkpoints -> pictures.
 """
+import argparse
+import contextlib
 import copy
 import importlib
 import json
@@ -21,78 +24,102 @@ import numpy as np
 import torch
 
 import data
-import probe
+import judge
 
-GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")   # the files that train on Shapes2D
-MODELS = GENERATORS + ("objects",)      # and objects.py, dit.py's method in the world of many objects
-# The training settings that are constants in the code, the same in every generator; config.json keeps them.
-CONSTANTS = dict(warm_up_steps=200, adamw_betas=[0.9, 0.99], grad_clip_norm=1.0,
-                 ema_decay="min(0.999, (1 + step) / (10 + step))", patch_size=4,
-                 logit_normal_t="sigmoid(0.8 n + 0.8), n ~ N(0, 1) (dit.py, mar.py with --time-dist logit-normal)")
+GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")  # they train on Shapes2D
+MODELS = GENERATORS + ("objects",)    # and objects.py, dit.py's method in the world of many objects
 SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
 
 
 # ------------------------------------------------------------------------------ arguments
-def add_common_arguments(parser, steps, eval_every, model, lr, shapes2d=True):
-    """The flags of the contract, the same in every generator; the defaults of steps, the first
-    evaluation and the peak learning rate are the script's. shapes2d=False (objects.py, another
-    world) leaves out the flags of Shapes2D's condition and training set."""
-    parser.add_argument("--steps", type=int, default=steps, help="training steps")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate")
+class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help as the docstring wrote it, every flag with its default: what config.json records."""
+
+
+def add_common_arguments(parser, model, defaults, shapes2d=True):
+    """The flags of the contract, the same in every generator, at the values of the script's own
+    block (DEFAULTS: steps, batch size, rate, warm-up, weight decay, EMA, the first evaluation).
+    What no flag changes (AdamW's betas, the clipping norm) goes into the config as it is, so that
+    config.json holds every value a run trains with. shapes2d=False (objects.py, another world)
+    leaves out the flags of Shapes2D's condition and training set."""
+    parser.add_argument("--steps", type=int, default=defaults["steps"], help="training steps")
+    parser.add_argument("--batch-size", type=int, default=defaults["batch_size"],
+                        help="images per training step")
+    parser.add_argument("--lr", type=float, default=defaults["lr"], help="peak AdamW learning rate")
+    parser.add_argument("--warm-up-steps", type=int, default=defaults["warm_up_steps"],
+                        help="the learning rate rises linearly to --lr over these first steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     if shapes2d:
         parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
-        parser.add_argument("--cond-drop", type=float, default=0.1, help="hiding probability per factor")
-    parser.add_argument("--eval-every", type=int, default=eval_every,
-                        help="first evaluation step; later ones each x1.41 (even in log step), and the last step")
+        parser.add_argument("--cond-drop", type=float, default=0.1,
+                            help="hiding probability per factor")
+    parser.add_argument("--eval-every", type=int, default=defaults["eval_every"],
+                        help="first evaluation step; later ones each x1.41 (even in log step), and "
+                             "the last step")
     parser.add_argument("--samples-per-comp", type=int, default=32,
                         help="samples per composition (objects.py: per number of objects asked)")
     if shapes2d:
-        parser.add_argument("--train-per-comp", type=int, default=5000, help="training images per seen composition")
+        parser.add_argument("--train-per-comp", type=int, default=5000,
+                            help="training images per seen composition")
         parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
-                            help="fixed: --train-per-comp images rendered once; fresh: new images every step")
+                            help="fixed: --train-per-comp images rendered once; fresh: new "
+                                 "images every step")
     parser.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
-                        help="after 200 warm-up steps: hold --lr, or decay it to 0 at --steps")
-    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay")
+                        help="after the warm-up: hold --lr, or decay it to 0 at --steps")
+    parser.add_argument("--weight-decay", type=float, default=defaults["weight_decay"],
+                        help="AdamW's decoupled weight decay")
+    parser.add_argument("--ema-decay", type=float, default=defaults["ema_decay"],
+                        help="d of the evaluated network, ema <- d ema + (1 - d) model; "
+                             "early steps use min(d, (1 + step) / (10 + step))")
+    parser.set_defaults(adamw_betas=defaults["adamw_betas"], clip_norm=defaults["clip_norm"])
     parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--keep-checkpoints", action="store_true",
-                        help="also keep each evaluation's EMA network, checkpoints/step_N.pt (for inside.py)")
+                        help="also keep each evaluation's EMA network, checkpoints/step_N.pt "
+                             "(for inside.py)")
 
 
 def resolve_device(name):
     """'auto' -> cuda, then mps, then cpu; an explicit device must exist."""
     available = {"cpu": True, "cuda": torch.cuda.is_available(),
-                 "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()}
+                 "mps": (getattr(torch.backends, "mps", None) is not None
+                         and torch.backends.mps.is_available())}
     if name == "auto":
         return next(d for d in ("cuda", "mps", "cpu") if available[d])
     if not available.get(name, False):
         present = ", ".join(d for d, ok in available.items() if ok)
-        raise SystemExit(f"error: --device {name} is not available here; present: {present} (or auto)")
+        raise SystemExit(f"error: --device {name} is not available here; present: "
+                         f"{present} (or auto)")
     return name
 
 
-def generator(name):
-    """The generator file of that name (maskgit, dit, ...), imported: its parse, build, draw, SAMPLING."""
+def script(name):
+    """The generator script of that name (maskgit, dit, ...),
+    imported: its parse, build, draw, SAMPLING."""
     if name not in MODELS:
-        raise SystemExit(f"error: {name!r} is not a generator of this repository; they are {', '.join(MODELS)}")
+        raise SystemExit(f"error: {name!r} is not a generator of this repository; they are "
+                         f"{', '.join(MODELS)}")
     return importlib.import_module(name)
 
 
 # ---------------------------------------------------------------------------------- start
 def start_run(parser, args, model):
     """Validate flags, pick the device, guard the run folder, write config.json."""
-    for name in [n for n in ("steps", "batch_size", "eval_every", "samples_per_comp", "train_per_comp") if n in vars(args)]:
+    counts = ("steps", "batch_size", "warm_up_steps", "eval_every", "samples_per_comp",
+              "train_per_comp")
+    for name in [n for n in counts if n in vars(args)]:
         if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got "
+                         f"{getattr(args, name)}")
     if args.eval_every > args.steps:
         parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
     if not (args.lr > 0 and math.isfinite(args.lr)):
         parser.error(f"--lr must be a positive number, got {args.lr}")
     if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
         parser.error(f"--weight-decay must be a number >= 0, got {args.weight_decay}")
+    if not 0 <= args.ema_decay < 1:
+        parser.error(f"--ema-decay must be in [0, 1), got {args.ema_decay}")
     if not 0 <= vars(args).get("cond_drop", 0) < 1:
         parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
     args.device = resolve_device(args.device)
@@ -100,7 +127,8 @@ def start_run(parser, args, model):
     if args.resume and not os.path.exists(checkpoint):
         parser.error(f"--resume: no checkpoint at {checkpoint}")
     if not args.resume and os.path.exists(os.path.join(args.out, "metrics.jsonl")):
-        parser.error(f"{args.out} already holds a run; pass --resume to continue it, or --out NEW_FOLDER")
+        parser.error(f"{args.out} already holds a run; pass --resume to continue it, or "
+                     "--out NEW_FOLDER")
     config = dict(vars(args), model=model)
     if args.resume:                                      # refuse before config.json is touched
         check_resumable(args.out, model, config)
@@ -109,7 +137,7 @@ def start_run(parser, args, model):
     except OSError as error:
         parser.error(f"--out {args.out}: cannot make this folder ({error.strerror})")
     with open(os.path.join(args.out, "config.json"), "w") as f:
-        json.dump(dict(config, provenance=provenance(args.device), constants=CONSTANTS), f, indent=2)
+        json.dump(dict(config, provenance=provenance(args.device)), f, indent=2)
     return config
 
 
@@ -117,35 +145,50 @@ def provenance(device):
     """What a number depends on beyond the flags: the code's commit, the libraries, the threads and
     the hardware (two runs with the same flags can differ in the last bits across any of these)."""
     root = os.path.dirname(os.path.abspath(__file__))
-    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True).stdout.strip()
+
+    def git(*arguments):
+        result = subprocess.run(["git", *arguments], cwd=root, capture_output=True, text=True)
+        return result.stdout.strip()
+
     try:
-        commit, changes = git("rev-parse", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
+        commit = git("rev-parse", "HEAD")
+        changes = git("status", "--porcelain", "--untracked-files=no")
     except OSError:                                      # no git here: say so rather than guess
         commit, changes = "unknown", ""
     cpu = platform.processor() or platform.machine()
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    return dict(commit=commit or "unknown", uncommitted_changes=bool(changes), torch=torch.__version__,
-                numpy=np.__version__, python=platform.python_version(), threads=torch.get_num_threads(),
-                omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpu=cpu, cpu_count=os.cpu_count(),
+            cpu = next((line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name")), cpu)
+    return dict(commit=commit or "unknown", uncommitted_changes=bool(changes),
+                torch=torch.__version__, numpy=np.__version__, python=platform.python_version(),
+                threads=torch.get_num_threads(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+                cpu=cpu, cpu_count=os.cpu_count(),
                 gpu=torch.cuda.get_device_name() if device == "cuda" else None)
 
 
 def check_resumable(out, model, config):
     """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
-    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True).get("config", {})
+    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
+    saved = saved.get("config", {})
     if saved.get("model") != model:
-        raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, not {model!r}")
-    for key in [k for k in saved if k not in ("device", "resume", "out", "steps", "keep_checkpoints", "clock") and k in config]:
+        raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, "
+                         f"not {model!r}")
+    trained_on = saved.get("device", "cpu")              # its random state is a generator of there
+    if trained_on != config["device"]:
+        raise SystemExit(f"error: {out}/ckpt.pt was trained on {trained_on}; resume it there "
+                         f"(--device {trained_on}), or start a new --out")
+    free = ("device", "resume", "out", "steps", "keep_checkpoints", "clock")   # may differ
+    for key in [k for k in saved if k not in free and k in config]:
         if saved[key] != config[key]:
-            raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks {config[key]!r}; "
-                             f"use the same settings to resume, or a new --out")
+            raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks "
+                             f"{config[key]!r}; use the same settings to resume, or a new --out")
 
 
 # ------------------------------------------------------------------------------------ run
 def run(model, config, train, closing=None):
-    """Train, turn Ctrl-C into a hint on how to resume, and print the closing table (report's, or closing's)."""
+    """Train, turn Ctrl-C into a hint on how to resume,
+    and print the closing table (report's, or closing's)."""
     print(f"{model}: device {config['device']}, run folder {config['out']}")
     start_clock(config)
     try:
@@ -157,22 +200,67 @@ def run(model, config, train, closing=None):
 
 
 def start_clock(config, before=0.0):
-    """The wall time metrics.jsonl records counts from now, plus `before` seconds (a resumed run's)."""
+    """The wall time metrics.jsonl records counts from now,
+    plus `before` seconds (a resumed run's)."""
     config["clock"] = dict(start=time.time(), before=before)
 
 
 def report(metrics):
     """The per-composition table (three readings) and the closing line of the contract."""
-    print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} {'probe':>6}")
+    print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} "
+          f"{'probe':>6}")
     for code in data.COMPOSITIONS:
-        print(f"{code:>5}  {probe.describe(code):<20} {data.split_of(code):<7} {100 * metrics['acc'][code]:7.1f}% "
+        print(f"{code:>5}  {judge.describe(code):<20} {data.split_of(code):<7} "
+              f"{100 * metrics['acc'][code]:7.1f}% "
               f"{100 * metrics['fidelity'][code]:7.1f}% {100 * metrics['probe_acc'][code]:5.1f}%")
     for name, reading in (("fidelity", "fidelity"), ("probe (the study's)", "probe_acc")):
-        means = probe.split_means(metrics[reading])
+        means = judge.split_means(metrics[reading])
         print(f"{name}: seen {100 * means['seen']:.1f} | level-1 {100 * means['level1']:.1f} | "
               f"level-2 {100 * means['level2']:.1f}")
-    print(f"not one legible object {100 * metrics['malformed']:.1f}% | retrieval 1-NN {100 * metrics['retrieval_1nn']:.1f}%")
-    print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
+    print(f"not one legible object {100 * metrics['malformed']:.1f}% | retrieval 1-NN "
+          f"{100 * metrics['retrieval_1nn']:.1f}%")
+    print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | level-2 "
+          f"{100 * metrics['level2']:.1f}")
+
+
+# ------------------------------------------------------------------------------ precision
+# The one precision rule; every training and sampling loop enters runs.autocast(device), and the
+# heads, likelihoods and losses leave it through runs.full_precision(device).
+def half_precision(device):
+    """The dtype the matrix products run in on this device, or None for fp32. bf16 on a CUDA GPU
+    that computes it natively (compute capability 8 and up); fp16 on older ones (T4, V100: there
+    bf16 is emulated, and slow), with runs.grad_scaler; fp32 on cpu and mps. On a CPU bf16 speeds
+    the matrix products up but its attention backward slows down more: no step is faster."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    native = torch.cuda.is_bf16_supported() and torch.cuda.get_device_capability(device)[0] >= 8
+    return torch.bfloat16 if native else torch.float16
+
+
+def autocast(device):
+    """The context every training and sampling loop runs its network in: autocast to
+    half_precision(device), or nothing at all (fp32)."""
+    dtype = half_precision(device)
+    if dtype is None:                    # not even a disabled autocast: torch < 2.5 refuses "mps"
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype)
+
+
+def full_precision(device):
+    """Autocast off inside, whatever the loop entered: heads, likelihoods and losses in fp32."""
+    kind = torch.device(device).type
+    if kind not in ("cuda", "cpu"):      # autocast is never on there (and torch < 2.5 refuses mps)
+        return contextlib.nullcontext()
+    return torch.autocast(kind, enabled=False)
+
+
+def grad_scaler(device):
+    """fp16 gradients underflow: the scaler multiplies the loss before backward and divides the
+    gradients back (scaler.unscale_) before clipping. On only where autocast gives fp16;
+    elsewhere scale, unscale_, step and update pass straight through."""
+    enabled = half_precision(device) == torch.float16
+    return torch.amp.GradScaler(torch.device(device).type, enabled=enabled)
 
 
 # ----------------------------------------------------------------------- the per-step helpers
@@ -182,9 +270,9 @@ def ema_copy(model):
 
 
 def learning_rate(config, step):
-    """The ladder's one schedule: linear warm-up over 200 steps, then --lr held (constant) or
+    """The ladder's one schedule: linear warm-up over --warm-up-steps, then --lr held (constant) or
     decayed to 0 at --steps along half a cosine: lr = lr_max (1 + cos(pi s / S)) / 2."""
-    warm_up = min(1.0, (step + 1) / 200)
+    warm_up = min(1.0, (step + 1) / config["warm_up_steps"])
     if config["lr_schedule"] == "constant":
         return config["lr"] * warm_up
     progress = min(1.0, step / config["steps"])
@@ -192,11 +280,13 @@ def learning_rate(config, step):
 
 
 def check_finite(loss, step, out):
-    """Stop at once on a non-finite loss, saying where the last good checkpoint is."""
-    if not torch.isfinite(loss):
+    """Stop at once on a non-finite loss (a number, or a tensor of one), before the next checkpoint,
+    saying where the last good one is."""
+    if not math.isfinite(float(loss)):
         kept = os.path.exists(os.path.join(out, "ckpt.pt"))
-        where = f"the last good checkpoint is kept in {out}" if kept else "no checkpoint was written yet"
-        raise SystemExit(f"error: loss is {loss.item()} at step {step}; {where}; try a lower --lr")
+        where = (f"the last good checkpoint is kept in {out}" if kept
+                 else "no checkpoint was written yet")
+        raise SystemExit(f"error: loss is {float(loss)} at step {step}; {where}; try a lower --lr")
 
 
 def evaluation_steps(steps, first):
@@ -216,14 +306,19 @@ def requests(n_per_code):
 
 def generate(draw, model, tokenizer, config, bits, seed):
     """Images (N, H, W, 3) in [0, 1] asked for bits (N, 3), drawn as a run's evaluations draw them:
-    latents from seed, the sampler's random draws from seed + 1, so every evaluation asks the same."""
+    latents from seed, the sampler's random draws from seed + 1, so every evaluation asks the same.
+    The condition and the sampler's generator are on the model's device."""
+    device = next(model.parameters()).device
     latents = data.sample_latents(bits, np.random.default_rng(seed))
     values, present = data.conditioning(latents, config["cond"], train=False)
-    return np.asarray(draw(model, tokenizer, config, values, present, torch.Generator().manual_seed(seed + 1)))
+    generator = torch.Generator(device).manual_seed(seed + 1)
+    values, present = values.to(device), present.to(device)
+    return np.asarray(draw(model, tokenizer, config, values, present, generator))
 
 
 def evaluate(draw, model, tokenizer, config, step, loss, title):
-    """Sample every composition with the generator's draw, judge the samples, write the run files."""
+    """Sample every composition with the generator's draw,
+    judge the samples, write the run files."""
     model.eval()
     bits = requests(config["samples_per_comp"])
     images = generate(draw, model, tokenizer, config, bits, config["seed"])
@@ -238,10 +333,11 @@ def elapsed(config):
 
 
 def record(out, step, loss, images, bits, title, seconds=0.0):
-    """Judge one evaluation's samples; write metrics.jsonl, samples/step_N.npz, samples.npz/png, curves.png."""
+    """Judge one evaluation's samples; write metrics.jsonl,
+    samples/step_N.npz, samples.npz/png, curves.png."""
     images = as_uint8(images)
     bits = np.asarray(bits, dtype=np.int64)
-    metrics = dict(step=step, loss=float(loss), seconds=seconds, **probe.evaluate(images, bits))
+    metrics = dict(step=step, loss=float(loss), seconds=seconds, **judge.evaluate(images, bits))
     keep(out, metrics, images=images, factors=bits)
     save_samples_png(os.path.join(out, "samples.png"), images, bits, title=f"{title}, step {step}")
     save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title)
@@ -253,8 +349,8 @@ def as_uint8(images):
 
 
 def keep(out, metrics, **samples):
-    """One evaluation's line in metrics.jsonl, and its samples in samples/step_N.npz (kept, so that a
-    new judge can read the run again) and samples.npz (the last evaluation's)."""
+    """One evaluation's line in metrics.jsonl, and its samples in samples/step_N.npz (kept, so that
+    a new judge can read the run again) and samples.npz (the last evaluation's)."""
     with open(os.path.join(out, "metrics.jsonl"), "a") as f:
         f.write(json.dumps(metrics) + "\n")
     os.makedirs(os.path.join(out, "samples"), exist_ok=True)
@@ -306,19 +402,21 @@ def save_samples_png(path, images, bits, per_row=12, title=""):
     images = images if images.dtype == np.uint8 else (np.clip(images, 0, 1) * 255).astype(np.uint8)
     codes = np.array([data.bits_to_code(b) for b in bits])
     cell = data.IMAGE_SIZE + 2                                    # an image and a 2-pixel gap
-    mosaic = np.full((8 * cell, per_row * cell, 3), 40, np.uint8)  # (8 rows, per_row columns) of images
+    mosaic = np.full((8 * cell, per_row * cell, 3), 40, np.uint8)  # 8 rows, per_row columns
     for row, code in enumerate(data.COMPOSITIONS):
         for column, image in enumerate(images[codes == code][:per_row]):
-            mosaic[row * cell:row * cell + data.IMAGE_SIZE, column * cell:column * cell + data.IMAGE_SIZE] = image
-    width = per_row * 0.55 + 2.6                                  # inches, 2.6 of them for the row labels
+            top, left = row * cell, column * cell
+            mosaic[top:top + data.IMAGE_SIZE, left:left + data.IMAGE_SIZE] = image
+    width = per_row * 0.55 + 2.6                            # inches, 2.6 of them for the row labels
     fig = plt.figure(figsize=(width, 8 * 0.62))
-    ax = fig.add_axes((2.5 / width, 0.01, 1 - 2.6 / width, 0.91))  # fixed margins: no layout pass, so
-    ax.imshow(mosaic, interpolation="nearest")                    # a picture at every evaluation is cheap
+    # fixed margins: no layout pass, so a picture at every evaluation is cheap
+    ax = fig.add_axes((2.5 / width, 0.01, 1 - 2.6 / width, 0.91))
+    ax.imshow(mosaic, interpolation="nearest")
     ax.set_axis_off()
     for row, code in enumerate(data.COMPOSITIONS):
         split = data.split_of(code)
-        ax.text(-3, (row + 0.45) * cell, f"{code} {split}\n{probe.describe(code)}", ha="right", va="center",
-                fontsize=7, color=SPLIT_COLORS[split])
+        ax.text(-3, (row + 0.45) * cell, f"{code} {split}\n{judge.describe(code)}", ha="right",
+                va="center", fontsize=7, color=SPLIT_COLORS[split])
     fig.suptitle(title, fontsize=9)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -341,14 +439,14 @@ def save_curves_png(path, history, title=""):
     steps = [m["step"] for m in history]
     for code in data.COMPOSITIONS:
         split = data.split_of(code)
-        ax.plot(steps, [100 * m["acc"].get(code, np.nan) for m in history], marker="o", markersize=3,
-                color=SPLIT_COLORS[split], label=f"{code} ({split})",
+        ax.plot(steps, [100 * m["acc"].get(code, np.nan) for m in history], marker="o",
+                markersize=3, color=SPLIT_COLORS[split], label=f"{code} ({split})",
                 linestyle="-" if split != "level1" else "--")
     log_step_axis(ax)
     ax.set_ylabel("composed (%): legible, all three factors right")
     ax.set_ylim(-3, 103)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, ncol=2)
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)  # fixed margins: no layout pass
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)   # fixed margins: no layout
     fig.savefig(path, dpi=110)
     plt.close(fig)
