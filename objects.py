@@ -1,61 +1,78 @@
 """Objects: asked for more objects than training ever showed, does a diffusion model draw them?
 
-The neighbouring question to the ladder's (Bradley, "Local Mechanisms of Compositional
-Generalization in Conditional Diffusion", arXiv 2509.16447): a model conditioned on object
-locations is trained on images of 1, 2 or 3 discs (data.py's second world) and asked for 0 to 8.
-It is dit.py's objective and backbone; two flags set what it learns from and how:
+A toy version of Bradley, "Local Mechanisms of Compositional Generalization in Conditional
+Diffusion" (arXiv 2509.16447): dit.py's objective, backbone and sampler, conditioned on object
+locations, trained on 1, 2 or 3 discs (data.py's second world) and asked for 0 to 10, the paper's
+range. Two flags set what it learns from and how:
 
-    --cond all          the training condition gives the location of every object in the image
-    --cond one          it gives one object's location, chosen at random, though the image holds more
-    --locality global   each location is a token every image token attends to, and image tokens
-                        attend to each other across the whole canvas
-    --locality local    each image token receives only the locations in or next to its 4x4 patch,
-                        and attends only to the 3x3 patches around it: the score is local by design
+    --cond all | one    the training condition: every object's location, or one of them (at random)
+    --locality global   each location is a token every image token attends to; image tokens attend
+                        to each other across the canvas
+    --locality local    each patch token receives the locations in or next to its 4x4 patch and
+                        attends to the 3x3 patches around it (each block reads a patch further)
+    --locality patch    as local, but no token attends to another: a pixel reads within REACH
 
-    python objects.py                                   # all x global: 11 minutes alone on a 2-core CPU
-    python objects.py --cond one --locality local --out runs/objects-one-local
+    python objects.py --cond one --locality patch --out runs/objects-one-patch
 
 A sample is right when it holds exactly the asked number of discs, each within 2 px of its own
-asked location (probe.objects_right). The backbone's blocks, the rectified-flow loss and the Euler
-sampler are imported from dit.py, as jepa_maskgit.py imports maskgit.py's. Sections: config ->
-model -> the condition and locality -> training -> evaluation.
+asked location (judge.objects_right). The paper finds the models that generalize local in both
+the locations and the pixels their score reads: `locality` and `pixel_locality` read the two.
+Sections: config -> model -> the condition and the locality readings -> training -> sampling ->
+evaluation.
 """
 import argparse
 import math
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from tqdm import tqdm
 
 import data
-import probe
+import judge
 import runs
-from dit import Block, flow_loss, modulate, noisy, sample, sincos_positions, timestep_embedding  # dit.py's method
+from dit import Block, flow_loss, modulate, noisy, sample, sincos_positions, timestep_embedding
 
 MODEL = "objects"
 SAMPLING = ("sample_steps",)    # what tools/resample.py may change
 COUNTS = (1, 2, 3)              # objects in a training image
-ASKED = tuple(range(9))         # objects asked at evaluation: 0 to 8
-PATCH, SIDE = 4, data.IMAGE_SIZE // 4                                    # 4x4 patches, an 8x8 grid of them
+ASKED = tuple(range(11))        # objects asked at evaluation: 0 to 10, the paper's range
+BEYOND = f"{max(COUNTS) + 1}-{max(ASKED)}"      # the numbers asked that training never showed
+PATCH, SIDE = 4, data.IMAGE_SIZE // 4           # 4x4 patches, an 8x8 grid of them
+# --locality patch, in every block: a pixel's prediction reads x_t in its own patch alone (pixel
+# centres at most PATCH - 1 apart in x and in y) and the locations neighbours() gives that patch
+# (its own and the 8 around: at most 2 PATCH - 0.5 from its pixel centres in x and in y)
+REACH = {"x_t": PATCH - 1, "locations": 2 * PATCH - 0.5}           # px, max-norm: 3 and 7.5
+# As locality's radius (Euclidean: sqrt 2 the max-norm, plus the 0.5 px nudge, since a moved
+# location is read where it was and where it went): 11.1 px. pixel_locality's 6 px holds the x_t
+# reach from an object, half a pixel from its pixel's centre: sqrt 2 (3 + 0.5) = 4.9 px
+REACH_RADIUS = math.sqrt(2) * REACH["locations"] + 0.5
 
 
 # -------------------------------------------------------------------------------- config
+# What a run trains with unless a flag says otherwise (dit.py's recipe); config.json records each
+DEFAULTS = {"steps": 1500, "batch_size": 64, "lr": 2e-3, "warm_up_steps": 200, "weight_decay": 0.0,
+            "ema_decay": 0.999, "adamw_betas": [0.9, 0.99], "clip_norm": 1.0, "eval_every": 250,
+            "width": 128, "depth": 4, "heads": 4}
+
+
 def parse(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, steps=1500, eval_every=250, model=MODEL, lr=2e-3, shapes2d=False)
-    parser.set_defaults(samples_per_comp=16)         # 16 samples of each number asked, 0 to 8: 144 a reading
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    runs.add_common_arguments(parser, MODEL, DEFAULTS, shapes2d=False)
+    parser.set_defaults(samples_per_comp=16)       # 16 samples of each number asked: 176 a reading
     parser.add_argument("--cond", default="all", choices=("all", "one"),
-                        help="what the training condition says: every object's location, or one object's")
-    parser.add_argument("--locality", default="global", choices=("global", "local"),
-                        help="how the locations enter: tokens all see, or each patch's own neighbours only")
-    parser.add_argument("--width", type=int, default=128)   # the ladder's backbone:
-    parser.add_argument("--depth", type=int, default=4)     # the same in every generator
-    parser.add_argument("--heads", type=int, default=4)
+                        help="what the training condition says: every object's location or one")
+    parser.add_argument("--locality", default="global", choices=("global", "local", "patch"),
+                        help="how the locations enter: tokens all see, or each patch's neighbours "
+                             "only (local: patches attend to the 3x3 around them; patch: to none)")
+    parser.add_argument("--width", type=int, default=DEFAULTS["width"])   # the ladder's backbone
+    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"])
+    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"])
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
-                        help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, or U(0, 1)")
+                        help="how training draws t: sigmoid(0.8 n + 0.8) (to noise) or U(0, 1)")
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
@@ -68,33 +85,36 @@ def get_config(argv=None):
 
 # --------------------------------------------------------------------------------- model
 def fourier(u, bands=6):
-    """Features of coordinates u (..., 2) in about [-1, 1]: u and sin, cos of 2^k pi u -> (..., 2 + 4 bands)."""
-    angles = u[..., None] * math.pi * 2.0 ** torch.arange(bands, device=u.device)     # (..., 2, bands)
+    """Coordinates u (..., 2) in about [-1, 1] -> u, sin, cos of 2^k pi u: (..., 2 + 4 bands)."""
+    angles = u[..., None] * math.pi * 2.0 ** torch.arange(bands, device=u.device)  # (..., 2, bands)
     return torch.cat([u, angles.sin().flatten(-2), angles.cos().flatten(-2)], -1)
 
 
 def neighbours(points, present):
     """(B, T, K) bool: asked location k lies in token j's patch or in one of the 8 around it."""
-    cell = (points / PATCH).floor().clamp(0, SIDE - 1)                      # (B, K, 2): the location's patch
-    grid = torch.stack(torch.meshgrid(torch.arange(SIDE), torch.arange(SIDE), indexing="xy"), -1).reshape(-1, 2)
-    apart = (cell[:, None] - grid[None, :, None].to(points)).abs().amax(-1)  # (B, T, K): patches apart
+    cell = (points / PATCH).floor().clamp(0, SIDE - 1)          # (B, K, 2): the location's patch
+    side = torch.arange(SIDE, device=points.device)
+    grid = torch.stack(torch.meshgrid(side, side, indexing="xy"), -1).reshape(-1, 2)   # (T, 2)
+    apart = (cell[:, None] - grid[None, :, None].to(points)).abs().amax(-1)  # (B, T, K) patches
     return (apart <= 1) & present[:, None, :]
 
 
 class ObjectsDiT(nn.Module):
     """dit.py's network with asked locations for a condition: points (B, K, 2) in pixels, present
-    (B, K) False where a row asks fewer than K. The time alone drives adaLN."""
+    (B, K) False where a row asks fewer than K. The time alone drives adaLN. locality: global,
+    local or patch (the module docstring)."""
 
     def __init__(self, locality, width=128, depth=4, heads=4, length=64):
         super().__init__()
         self.locality, self.heads = locality, heads
         self.embed = nn.Linear(PATCH * PATCH * 3, width)
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
-        self.place = nn.Sequential(nn.Linear(26, width), nn.SiLU(), nn.Linear(width, width))   # a location
-        centres = torch.stack(torch.meshgrid(torch.arange(SIDE), torch.arange(SIDE), indexing="xy"), -1)
-        self.register_buffer("centres", (centres.reshape(-1, 2) + 0.5) * PATCH)                 # (T, 2) pixels
+        self.place = nn.Sequential(nn.Linear(26, width), nn.SiLU(), nn.Linear(width, width))
+        side = torch.arange(SIDE)
+        centres = torch.stack(torch.meshgrid(side, side, indexing="xy"), -1)
+        self.register_buffer("centres", (centres.reshape(-1, 2) + 0.5) * PATCH)   # (T, 2) pixels
         apart = (self.centres[:, None] - self.centres[None]).abs().amax(-1) / PATCH
-        self.register_buffer("far", apart > 1)                              # (T, T): beyond the 3x3 around
+        self.register_buffer("far", apart > 1)                  # (T, T): beyond the 3x3 around
         self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
@@ -107,7 +127,7 @@ class ObjectsDiT(nn.Module):
     def local_condition(self, points, present):
         """(B, T, D): each token's sum over the asked locations near it (neighbours) of an embedding
         of where the location sits from the token's patch centre; 0 where none is near."""
-        offset = (points[:, None] - self.centres[None, :, None]) / (1.5 * PATCH)       # (B, T, K, 2)
+        offset = (points[:, None] - self.centres[None, :, None]) / (1.5 * PATCH)   # (B, T, K, 2)
         return (self.place(fourier(offset)) * neighbours(points, present)[..., None]).sum(2)
 
     def forward(self, x_t, t, values, present):
@@ -116,16 +136,22 @@ class ObjectsDiT(nn.Module):
         c = self.time(timestep_embedding(t, self.time[0].in_features))         # (B, D)
         h = self.embed(x_t) + self.positions                                # (B, T, D)
         length = h.shape[1]
-        if self.locality == "local":
+        if self.locality == "global":     # the locations as K more tokens; an absent one unread
+            where = self.place(fourier(values / data.IMAGE_SIZE * 2 - 1))          # (B, K, D)
+            h = torch.cat([h, where], 1)                                           # (B, T + K, D)
+            unread = torch.cat([present.new_zeros(len(h), length), ~present], 1)      # (B, T + K)
+            # (B * heads, L, L), image-major as nn.MultiheadAttention reads it: row b * heads + k
+            mask = unread[:, None].expand(-1, h.shape[1], -1).repeat_interleave(self.heads, 0)
+        elif self.locality == "local":
             h, mask = h + self.local_condition(values, present), self.far
-        else:                                    # the locations as K more tokens; an absent one is never read
-            h = torch.cat([h, self.place(fourier(values / data.IMAGE_SIZE * 2 - 1))], 1)     # (B, T + K, D)
-            hidden = torch.cat([present.new_zeros(len(h), length), ~present], 1)          # (B, T + K)
-            mask = hidden[:, None].expand(-1, h.shape[1], -1).repeat_interleave(self.heads, 0)
+        else:   # patch: each token attends to itself alone (a softmax over one): a per-token map
+            others = ~torch.eye(length, dtype=torch.bool, device=h.device)  # (T, T)
+            h, mask = h + self.local_condition(values, present), others
         for block in self.blocks:
             h = block(h, c, mask)
-        shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-        return self.head(modulate(self.final_norm(h[:, :length]), shift, scale))
+        with runs.full_precision(h.device):                 # x0_hat, weighed up to 1/t^2 = 400
+            shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
+            return self.head(modulate(self.final_norm(h[:, :length].float()), shift, scale))
 
 
 def build(config):
@@ -134,14 +160,15 @@ def build(config):
         data.ContinuousTokenizer("pixels")
 
 
-# ------------------------------------------------------------- the condition and locality
-def padded(positions):
-    """A list of (n_i, 2) position arrays -> points (B, K, 2) and present (B, K), K = the largest n_i."""
-    k = max([len(p) for p in positions] + [1])
-    points, present = torch.zeros(len(positions), k, 2), torch.zeros(len(positions), k, dtype=torch.bool)
+# ------------------------------------------------------- the condition and the locality readings
+def padded(positions, device="cpu"):
+    """A list of (n_i, 2) position arrays -> points (B, K, 2) and present (B, K) on device, K the
+    largest n_i; an absent location's point is (0, 0)."""
+    filled = torch.full((len(positions), max([len(p) for p in positions] + [1]), 2), torch.nan)
     for i, p in enumerate(positions):
-        points[i, :len(p)], present[i, :len(p)] = torch.as_tensor(p), True
-    return points, present
+        filled[i, :len(p)] = torch.as_tensor(p)
+    filled = filled.to(device)                  # filled on the host, one copy: NaN marks absence
+    return filled.nan_to_num(0.0), ~filled[..., 0].isnan()
 
 
 def told(positions, cond, rng):
@@ -150,151 +177,225 @@ def told(positions, cond, rng):
     return positions if cond == "all" else [p[rng.integers(len(p))][None] for p in positions]
 
 
+def near_pixels(centres, radius):
+    """(B, H, W) bool: the pixels whose centres lie within radius px of each image's point
+    (centres (B, 2), in pixels)."""
+    grid = torch.arange(data.IMAGE_SIZE, device=centres.device) + 0.5
+    return ((grid[None, None, :] - centres[:, 0, None, None]) ** 2
+            + (grid[None, :, None] - centres[:, 1, None, None]) ** 2) <= radius ** 2
+
+
 def locality(model, x_0, positions, t, generator, radius=6.0, nudge=0.5):
-    """The share of the predicted image's change, when the first asked location moves by `nudge` px
-    (in x, then in y), that falls within `radius` px of that location: 1 is local; a change spread
-    evenly over the canvas gives the disc's share of it, about 0.11."""
-    points, present = padded(positions)
-    x_t = noisy(x_0, torch.full((len(x_0),), t), torch.randn(x_0.shape, generator=generator))
-    time = torch.full((len(x_0),), t)
+    """Conditional locality: the share of the predicted image's change, when the first asked
+    location moves by `nudge` px (in x, then in y: the two energies summed), within `radius` px of
+    it; x_0 noised to time t once, the model told t. 1 is local (and so is changing nothing); a
+    change spread evenly over the canvas gives the disc's share of it, about 0.11. A 0-dim tensor
+    on the model's device."""
+    device = next(model.parameters()).device
+    x_0, (points, present) = x_0.to(device), padded(positions, device)
+    eps = torch.randn(x_0.shape, generator=generator, device=device)
+    x_t = noisy(x_0, torch.full((len(x_0),), t, device=device), eps)   # one x_t for every call
+    time = torch.full((len(x_0),), t, device=device)                    # and the model is told t
+    first = (torch.arange(points.shape[1], device=device) == 0)[:, None]          # (K, 1)
+    moves = [nudge * axis * first for axis in torch.eye(2, device=device)]   # in x, then in y
     with torch.no_grad():
         base = model(x_t, time, points, present)
-        change = sum((model(x_t, time, points + shift, present) - base) ** 2
-                     for shift in (torch.tensor([nudge, 0.0]) * (torch.arange(points.shape[1]) == 0)[:, None],
-                                   torch.tensor([0.0, nudge]) * (torch.arange(points.shape[1]) == 0)[:, None]))
-    energy = data.unpatchify(change, PATCH).sum(-1)                         # (B, H, W)
-    grid = torch.arange(data.IMAGE_SIZE) + 0.5
-    near = ((grid[None, None, :] - points[:, 0, 0, None, None]) ** 2
-            + (grid[None, :, None] - points[:, 0, 1, None, None]) ** 2) <= radius ** 2
-    return float((energy * near).sum() / energy.sum().clamp(min=1e-20))
+        change = sum((model(x_t, time, points + move, present) - base) ** 2 for move in moves)
+    energy = data.unpatchify(change, PATCH).sum(-1)             # (B, H, W): both moves' energy
+    total = energy.sum()
+    share = (energy * near_pixels(points[:, 0], radius)).sum() / total.clamp(min=1e-30)
+    return torch.where(total > 0, share, 1.0)                       # a move that changes nothing
+
+
+def pixel_locality(model, x_0, positions, t, generator, radius=6.0):
+    """Spatial locality, the paper's other half: where the prediction at an object the model is
+    not told of reads x_t from. Told each image's first location alone, the gradient of x0_hat at
+    the second object's pixel (a random mix of its channels) with respect to x_t; the share of its
+    energy within `radius` px of that object. 1 is local (and so is reading no pixel); reading every
+    pixel alike gives the disc's share, about 0.11. The score ((1 - t) x0_hat - x_t) / t^2 adds
+    only the pixel itself. A 0-dim tensor on the model's device."""
+    if min(counts := [len(p) for p in positions]) < 2:
+        raise ValueError(f"pixel_locality: 2 objects or more in each image, got {set(counts)}")
+    device = next(model.parameters()).device
+    x_0, (points, present) = x_0.to(device), padded([p[:1] for p in positions], device)
+    second = padded([p[1:2] for p in positions], device)[0][:, 0]                 # (B, 2) pixels
+    time = torch.full((len(x_0),), t, device=device)
+    x_t = noisy(x_0, time, torch.randn(x_0.shape, generator=generator, device=device))
+    x_t.requires_grad_(True)
+    column, row = second.floor().long().clamp(0, data.IMAGE_SIZE - 1).unbind(-1)   # its pixel
+    with torch.enable_grad():
+        image = data.unpatchify(model(x_t, time, points, present).float(), PATCH)  # (B, H, W, 3)
+        there = image[torch.arange(len(x_0), device=device), row, column]          # (B, 3)
+        mix = torch.randn(there.shape, generator=generator, device=device)
+        (gradient,) = torch.autograd.grad((there * mix).sum(), x_t)
+    energy = data.unpatchify(gradient ** 2, PATCH).sum(-1)                      # (B, H, W)
+    total = energy.sum()
+    share = (energy * near_pixels(second, radius)).sum() / total.clamp(min=1e-30)
+    return torch.where(total > 0, share, 1.0)                       # a prediction that reads none
 
 
 # ----------------------------------------------------------------------------- training
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator().manual_seed(config["seed"])             # data, t, eps
+    generator = torch.Generator(device).manual_seed(config["seed"])   # t and eps, on the device
+    # where the discs go: a host generator (on the CPU the same one, a single stream of draws)
+    placing = generator if device.type == "cpu" else torch.Generator().manual_seed(config["seed"])
     model, tokenizer = build(config)
     model = model.to(device)
-    ema = runs.ema_copy(model)                                              # the network evaluations use
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),
+    ema = runs.ema_copy(model)                                  # the network evaluations use
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
                                   weight_decay=config["weight_decay"])
+    scaler = runs.grad_scaler(device)                           # fp16 only: runs.py
     step = 0
     if config["resume"]:
         state = runs.load_checkpoint(config)
         model.load_state_dict(state["model"])
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
         generator.set_state(state["rng"])
+        placing.set_state(state["placing_rng"])
         step = state["step"]
     evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
     for step in progress:
-        rng = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=generator)))
-        positions = data.sample_positions(rng.choice(COUNTS, config["batch_size"]), rng)   # new images each step
-        batch = tokenizer.encode(data.render_objects(positions)).float()
-        values, present = padded(told(positions, config["cond"], rng))
-        for group in optimizer.param_groups:                                # warm-up, then the schedule
+        # new images each step, placed and rendered on the host: they and their locations cross
+        rng = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=placing)))
+        positions = data.sample_positions(rng.choice(COUNTS, config["batch_size"]), rng)
+        batch = tokenizer.encode(torch.as_tensor(data.render_objects(positions), device=device))
+        values, present = padded(told(positions, config["cond"], rng), device)
+        for group in optimizer.param_groups:                    # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
-        with torch.autocast(device.type, torch.bfloat16, enabled=device.type == "cuda"):
-            loss = flow_loss(model, batch.to(device), values.to(device), present.to(device), generator,
-                             config["time_dist"])
-        runs.check_finite(loss, step + 1, config["out"])
+        with runs.autocast(device):                             # bf16 or fp16 on a GPU
+            loss = flow_loss(model, batch, values, present, generator, config["time_dist"])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        decay = min(0.999, (1 + step) / (10 + step))                        # EMA with warm-up
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)                              # clip true gradients
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        scaler.step(optimizer)
+        scaler.update()
+        decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
             for p_ema, p in zip(ema.parameters(), model.parameters()):
                 p_ema.lerp_(p, 1 - decay)
-        progress.set_postfix(loss=f"{loss.item():.4f}")
+        loss = loss.item()
+        runs.check_finite(loss, step + 1, config["out"])
+        progress.set_postfix(loss=f"{loss:.4f}")
         if step + 1 in evaluations:
-            metrics = evaluate(ema, tokenizer, config, step + 1, loss.item())
-            progress.write(f"step {step + 1}: exact, trained counts 1-3 {100 * metrics['trained']:.1f} | "
-                           f"4-8 {100 * metrics['beyond']:.1f} | none asked {100 * metrics['exact']['0']:.1f}")
+            metrics = evaluate(ema, tokenizer, config, step + 1, loss)
+            progress.write(f"step {step + 1}: {headline(metrics)}")
             runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), step=step + 1, config=config,
-                                  rng=generator.get_state())
+                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
+                                  step=step + 1, config=config, rng=generator.get_state(),
+                                  placing_rng=placing.get_state())
     return metrics or runs.read_metrics(config["out"])[-1]
 
 
-# --------------------------------------------------------------------------- evaluation
+# ----------------------------------------------------------------------------- sampling
 def draw(model, tokenizer, config, values, present, generator):
-    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the asked locations."""
+    """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the asked locations, by dit.py's
+    Euler sampler."""
     x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator)
     return tokenizer.decode(x).clip(0, 1)
 
 
+# --------------------------------------------------------------------------- evaluation
 def readings(images, positions):
-    """Per sample: right (probe.objects_right), the share of asked locations found (a disc within
+    """Per sample: right (judge.objects_right), the share of asked locations found (a disc within
     2 px), and the objects drawn where none was asked."""
-    right = np.array([probe.objects_right(image, asked) for image, asked in zip(images, positions)])
+    right = np.array([judge.objects_right(image, asked) for image, asked in zip(images, positions)])
     found, extra = [], []
     for image, asked in zip(images, positions):
-        centres = np.array([c for c, _ in probe.find_objects(image)]).reshape(-1, 2)
-        close = np.linalg.norm(centres[:, None] - np.asarray(asked)[None], axis=-1) <= 2.0   # (found, asked)
-        found.append(close.any(0).mean() if len(asked) else 1.0)
+        centres = np.array([c for c, _ in judge.find_objects(image)]).reshape(-1, 2)
+        close = np.linalg.norm(centres[:, None] - np.asarray(asked)[None], axis=-1) <= 2.0
+        found.append(close.any(0).mean() if len(asked) else 1.0)        # close: (found, asked)
         extra.append(int((~close.any(1)).sum()))
     return right, np.array(found), np.array(extra)
 
 
 def evaluate(model, tokenizer, config, step, loss):
-    """Ask for 0 to 8 objects (the same locations at every evaluation), judge the samples, read the
-    denoiser's locality, and write the run files."""
+    """Ask for 0 to 10 objects (the same locations at every evaluation), judge the samples, read the
+    denoiser's localities at t = 0.2, 0.5, 0.8, and write the run files. The counts go up in order,
+    so the locations and the sampling noise of 0 to n asked do not depend on how many more are."""
     model.eval()
+    device = next(model.parameters()).device
     rng = np.random.default_rng(config["seed"])
     counts = np.repeat(ASKED, config["samples_per_comp"])
     positions = data.sample_positions(counts, rng)
-    values, present = padded(positions)
-    generator = torch.Generator().manual_seed(config["seed"] + 1)
+    values, present = padded(positions, device)
+    generator = torch.Generator(device).manual_seed(config["seed"] + 1)
     images = draw(model, tokenizer, config, values, present, generator)
-    threes = data.sample_positions([3] * 16, rng)                           # three objects, all asked
-    x_0 = tokenizer.encode(data.render_objects(threes)).float()
-    reach = {str(t): locality(model, x_0, threes, t, generator) for t in (0.2, 0.5, 0.8)}
+    threes = data.sample_positions([3] * 16, rng)                   # three objects, all asked
+    x_0 = tokenizer.encode(torch.as_tensor(data.render_objects(threes), device=device))
+
+    def by_time(reading, **settings):
+        return {str(t): float(reading(model, x_0, threes, t, generator, **settings))
+                for t in (0.2, 0.5, 0.8)}
+    localities = {"locality": by_time(locality), "pixel_locality": by_time(pixel_locality),
+                  "locality_within_reach": by_time(locality, radius=REACH_RADIUS)}
     model.train()
     right, found, extra = readings(images, positions)
-    per = lambda x: {str(n): float(x[counts == n].mean()) for n in ASKED}
-    metrics = dict(step=step, loss=float(loss), seconds=runs.elapsed(config), exact=per(right), found=per(found),
-                   extra=per(extra), locality=reach, trained=float(right[np.isin(counts, COUNTS)].mean()),
-                   beyond=float(right[counts > max(COUNTS)].mean()))
-    images = runs.as_uint8(images)
-    runs.keep(config["out"], metrics, images=images, counts=counts, points=values.numpy())
-    save_grid(f"{config['out']}/samples.png", images, counts, values.numpy(),
+    per = {key: {str(n): float(x[counts == n].mean()) for n in ASKED}        # by the number asked
+           for key, x in (("exact", right), ("found", found), ("extra", extra))}
+    trained, beyond = np.isin(counts, COUNTS), counts > max(COUNTS)
+    metrics = {"step": step, "loss": float(loss), "seconds": runs.elapsed(config), **per,
+               **localities, "trained": float(right[trained].mean()),
+               "beyond": float(right[beyond].mean()), "found_trained": float(found[trained].mean()),
+               "found_beyond": float(found[beyond].mean())}
+    images, points = runs.as_uint8(images), values.cpu().numpy()
+    runs.keep(config["out"], metrics, images=images, counts=counts, points=points)
+    save_grid(f"{config['out']}/samples.png", images, counts, points,
               f"objects.py --cond {config['cond']} --locality {config['locality']}, step {step}")
     return metrics
 
 
 def save_grid(path, images, counts, points, title="", per_row=12):
-    """One row per number asked (0 to 8), the asked locations marked by small white crosses."""
+    """One row per number asked (those the samples hold), the asked locations marked by small white
+    crosses: the samples (uint8) tiled into one picture (one axes, quick to draw)."""
     plt = runs.pyplot()
-    fig, axes = plt.subplots(len(ASKED), per_row, figsize=(per_row * 0.62, len(ASKED) * 0.66), squeeze=False)
-    for row, n in zip(axes, ASKED):
-        chosen = np.flatnonzero(counts == n)[:per_row]
-        row[0].set_title(f"{n} asked", fontsize=6, loc="left", pad=1)
-        for ax, i in zip(row, list(chosen) + [None] * per_row):
-            ax.set_axis_off()
-            if i is not None:
-                ax.imshow(images[i], interpolation="nearest")
-                ax.plot(points[i, :n, 0] - 0.5, points[i, :n, 1] - 0.5, "+", color="white", markersize=2.5, mew=0.5)
+    asked = [n for n in ASKED if (counts == n).any()]
+    size, cell = data.IMAGE_SIZE, data.IMAGE_SIZE + 2                       # a 2 px white gap
+    tiled = np.full((len(asked) * cell, per_row * cell, 3), 255, np.uint8)
+    fig, ax = plt.subplots(figsize=(per_row * 0.62, len(asked) * 0.66))
+    ax.imshow(tiled, interpolation="nearest")                     # the frame, filled in below
+    for row, n in enumerate(asked):
+        ax.text(-3, row * cell + size / 2, f"{n} asked", ha="right", va="center", fontsize=6)
+        for column, i in enumerate(np.flatnonzero(counts == n)[:per_row]):
+            x, y = column * cell, row * cell
+            tiled[y:y + size, x:x + size] = images[i]
+            ax.plot(x + points[i, :n, 0] - 0.5, y + points[i, :n, 1] - 0.5, "+", color="white",
+                    markersize=2.5, mew=0.5)
+    ax.images[0].set_data(tiled)
+    ax.set_axis_off()
     fig.suptitle(title, fontsize=8)
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.93, wspace=0.05, hspace=0.3)
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.01, top=0.93)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def headline(metrics):
+    """The line each evaluation prints: exact (the headline) and found, trained and beyond."""
+    return (f"exact (found): trained counts 1-3 {100 * metrics['trained']:.1f} "
+            f"({100 * metrics['found_trained']:.1f}) | beyond, {BEYOND} "
+            f"{100 * metrics['beyond']:.1f} ({100 * metrics['found_beyond']:.1f}) "
+            f"| none asked {100 * metrics['exact']['0']:.1f}")
+
+
 def report(metrics):
     """The closing table: for each number asked, the share drawn exactly, the asked locations found,
-    the objects drawn where none was asked; the locality of the denoiser by noise level."""
+    the objects drawn where none was asked; the denoiser's localities by noise level."""
     print(f"{'asked':>5} {'exact':>6} {'found':>6} {'extra':>6}")
-    for n in ASKED:
-        n = str(n)
-        print(f"{n:>5} {100 * metrics['exact'][n]:5.1f}% {100 * metrics['found'][n]:5.1f}% {metrics['extra'][n]:6.2f}")
-    print("locality (the share of a moved location's change within 6 px): "
-          + ", ".join(f"t={t} {100 * v:.0f}%" for t, v in metrics["locality"].items()))
-    print(f"exact: trained counts 1-3 {100 * metrics['trained']:.1f} | beyond, 4-8 {100 * metrics['beyond']:.1f} "
-          f"| none asked {100 * metrics['exact']['0']:.1f}")
+    for n in map(str, ASKED):
+        print(f"{n:>5} {100 * metrics['exact'][n]:5.1f}% {100 * metrics['found'][n]:5.1f}% "
+              f"{metrics['extra'][n]:6.2f}")
+    for key, what in (("locality", "a moved location's change within 6 px"),
+                      ("locality_within_reach", f"it within {REACH_RADIUS:.1f} px, REACH"),
+                      ("pixel_locality", "an untold object's gradient within 6 px")):
+        print(f"{key} (the share of {what}): "
+              + ", ".join(f"t={t} {100 * v:.0f}%" for t, v in metrics[key].items()))
+    print(headline(metrics))
 
 
 def main(argv=None):
