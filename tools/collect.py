@@ -1,8 +1,9 @@
-"""A results folder from run folders: the runs' files kept, the tables and pictures rebuilt from them.
+"""A results folder from run folders: the runs' files kept, the tables and pictures rebuilt from
+them.
 
-    python tools/collect.py results/ladder --add runs/dit runs/dit-seed1 ...   # keep these runs, then rebuild
-    python tools/collect.py results/ladder                                    # rebuild from what is kept
-    python tools/collect.py results/ladder --clock dit-alone                  # wall times off a lone run
+    python tools/collect.py results/ladder --add runs/dit runs/dit-seed1 ...   # keep, then rebuild
+    python tools/collect.py results/ladder                      # rebuild from what is kept
+    python tools/collect.py results/ladder --clock dit-alone    # wall times off a lone run
 
 --add copies each run's config.json, metrics.jsonl and final samples (samples.npz) into
 results/<question>/runs/<name>/. Everything else is rebuilt from those kept files alone, so
@@ -14,7 +15,8 @@ Runs that differ only in --seed (and --out) are one setting; its row is the mean
 them (std over seeds, numpy's default: divided by n). The time to composition is the first
 evaluation at which level-2's composition reading reaches 50% and 90%. Runs that shared the
 machine compare by steps; --clock NAME gives the wall times a run alone on the machine (a
-kept run of that name) had at the same step, for every run of its model.
+kept run of that name) had at the same step, for every run of its model. Every row names the
+commit its runs' code was at (config.json's provenance), or says "not recorded".
 """
 import argparse
 import json
@@ -25,14 +27,14 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import data  # noqa: E402
-import probe  # noqa: E402
-import runs  # noqa: E402
+import data
+import judge
+import runs
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
 LADDER = runs.MODELS                                                # rows in this order
-# The paper's Shapes2D figures where it gives them (probe readings, seen / level-1 / level-2, %), arXiv
-# 2510.03075: the one place they are written; the tables set them beside the setting they match.
+# The paper's Shapes2D figures where it gives them (probe readings, seen / level-1 / level-2, %),
+# arXiv 2510.03075: the one place they are written; the tables set them beside their setting.
 PAPER = {
     "maskgit.py": "85.6 / 52.4 / 0.7 (Table 4)",
     "jepa_maskgit.py": "above MaskGIT (Fig. 6b)",
@@ -51,24 +53,60 @@ PAPER = {
     "objects.py --cond one --locality local": "succeeds again (2509.16447; by eye)",
 }
 NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints")
+NOT_RECORDED = "not recorded"                       # a run whose config.json holds no provenance
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 def defaults(model, argv=()):
     """What `python <model>.py ARGV` runs: every flag at the value its own parser gives it."""
-    _, args = runs.generator(model).parse(list(argv))
+    _, args = runs.script(model).parse(list(argv))
     return {k: v for k, v in vars(args).items() if k not in NOT_A_SETTING}
 
 
 def setting(config):
     """'dit.py --cond dropout' for a run's config: the script and the fewest flags whose command
     gives its settings (ar.py's tokenizer follows its head), seed, folder and device left out."""
-    value = lambda k: [f"--{k.replace('_', '-')}"] + ([] if config[k] is True else [
-        ",".join(map(str, config[k])) if isinstance(config[k], list) else str(config[k])])
-    flags = []                                             # one flag at a time, until the command gives them all
-    while moved := [k for k, v in sorted(defaults(config["model"], sum(map(value, flags), [])).items()) if config.get(k, v) != v]:
-        flags = sorted(flags + moved[:1])
+    def value(k):
+        if config[k] is True:
+            return [f"--{k.replace('_', '-')}"]
+        shown = ",".join(map(str, config[k])) if isinstance(config[k], list) else str(config[k])
+        return [f"--{k.replace('_', '-')}", shown]
+
+    def moved(flags):
+        """The settings the command with these flags gets wrong, in name order."""
+        argv = [word for k in flags for word in value(k)]
+        given = defaults(config["model"], argv)
+        return [k for k, v in sorted(given.items()) if config.get(k, v) != v]
+    flags = []                            # one flag at a time, until the command gives them all
+    while wrong := moved(flags):
+        flags = sorted(flags + wrong[:1])
     name = " ".join([f"{config['model']}.py", *(" ".join(value(k)) for k in flags)])
     return f"{name} (resampled)" if "resampled_from" in config else name   # tools/resample.py
+
+
+def commit(config):
+    """The commit a run's code was at, short ('58b7623'), from its config.json's provenance."""
+    recorded = config.get("provenance")
+    if not recorded:
+        return NOT_RECORDED
+    short = recorded["commit"][:7]
+    return f"{short} (uncommitted changes)" if recorded.get("uncommitted_changes") else short
+
+
+def commits(members):
+    """The commit of a setting's runs ('58b7623'), or each with its seeds where they differ:
+    '3237423 (seed 0), 58b7623 (seeds 1, 2)'."""
+    seeds = {}                                                  # commit -> its seeds, in order
+    for _, config, _ in members:
+        seeds.setdefault(commit(config), []).append(str(config["seed"]))
+    if len(seeds) == 1:
+        return next(iter(seeds))
+    return ", ".join(f"{code} (seed{'s' * (len(s) > 1)} {', '.join(s)})"
+                     for code, s in seeds.items())
 
 
 def first_reaching(history, mark):
@@ -90,12 +128,13 @@ def mean_reaching(histories, mark):
 
 
 def minutes(value):
-    return "-" if value != value else f"{value:.1f} min"
+    return "-" if np.isnan(value) else f"{value:.1f} min"
 
 
 def mean_std(values, scale=100, digits=1):
-    """'12.3 ± 4.5' over seeds (std divided by n), '12.3' for one; missing values left out, '-' for none."""
-    values = [v for v in values if v is not None and v == v]
+    """'12.3 ± 4.5' over seeds (std divided by n), '12.3' for one; missing values left out, '-'
+    for none."""
+    values = [v for v in values if v is not None and not np.isnan(v)]
     if not values:
         return "-"
     values = scale * np.asarray(values, dtype=float)
@@ -105,13 +144,14 @@ def mean_std(values, scale=100, digits=1):
 
 def add(folder, sources):
     """Keep each run's config, metrics and final samples under folder/runs/<name>/."""
+    kept_files = ("config.json", "metrics.jsonl", "samples.npz")
     for source in sources:
-        missing = [f for f in ("config.json", "metrics.jsonl", "samples.npz") if not os.path.exists(os.path.join(source, f))]
+        missing = [f for f in kept_files if not os.path.exists(os.path.join(source, f))]
         if missing:
             raise SystemExit(f"error: {source} is not a finished run (no {missing[0]})")
         kept = os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)))
         os.makedirs(kept, exist_ok=True)
-        for name in ("config.json", "metrics.jsonl", "samples.npz"):
+        for name in kept_files:
             shutil.copy(os.path.join(source, name), os.path.join(kept, name))
 
 
@@ -125,38 +165,48 @@ def load(folder, clock):
     if clock:
         if clock not in names:
             raise SystemExit(f"error: --clock {clock}: no run of that name in {root}")
-        model = json.load(open(os.path.join(root, clock, "config.json")))["model"]
-        seconds[model] = {m["step"]: m.get("seconds", float("nan")) for m in runs.read_metrics(os.path.join(root, clock))}
+        model = read_json(os.path.join(root, clock, "config.json"))["model"]
+        seconds[model] = {m["step"]: m.get("seconds", float("nan"))
+                          for m in runs.read_metrics(os.path.join(root, clock))}
     members = []
     for name in names:
         if not os.path.exists(os.path.join(root, name, "samples.npz")):    # not evaluated yet
             continue
-        config = json.load(open(os.path.join(root, name, "config.json")))
+        config = read_json(os.path.join(root, name, "config.json"))
         history = runs.read_metrics(os.path.join(root, name))
-        if config["model"] in seconds:
-            history = [{**m, "seconds": seconds[config["model"]].get(m["step"], float("nan"))} for m in history]
-        else:
-            history = [{**m, "seconds": float("nan")} for m in history]     # shared the machine: steps only
+        alone = seconds.get(config["model"], {})     # shared the machine: steps only (no seconds)
+        history = [{**m, "seconds": alone.get(m["step"], float("nan"))} for m in history]
         members.append((name, config, history))
-    order = lambda member: (LADDER.index(member[1]["model"]) if member[1]["model"] in LADDER else len(LADDER),
-                            setting(member[1]) != f"{member[1]['model']}.py", setting(member[1]), member[1]["seed"])
+
+    def order(member):
+        model = member[1]["model"]
+        rank = LADDER.index(model) if model in LADDER else len(LADDER)
+        return rank, setting(member[1]) != f"{model}.py", setting(member[1]), member[1]["seed"]
     groups = {}
     for member in sorted(members, key=order):
         groups.setdefault(setting(member[1]), []).append(member)
     return groups
 
 
-def draw(path, groups, curves=(("level2", "-"), ("level1", "--")), label="composed (%): level-2 solid, level-1 dashed"):
+def reading_at(history, key, step):
+    return next(m[key] for m in history if m["step"] == step)
+
+
+def draw(path, groups, curves=(("level2", "-"), ("level1", "--")),
+         label="composed (%): level-2 solid, level-1 dashed"):
     """Level-1 (dashed) and level-2 (solid), composition reading, over training: mean over seeds."""
     plt = runs.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for (name, members), color in zip(groups.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3):
-        steps = sorted(set.intersection(*[{m["step"] for m in history} for _, _, history in members]))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3
+    for (name, members), color in zip(groups.items(), colors):
+        steps = sorted(set.intersection(*[{m["step"] for m in history}
+                                          for _, _, history in members]))
         for split, style in curves:
-            mean = [100 * np.mean([next(m[split] for m in history if m["step"] == s) for _, _, history in members])
+            mean = [100 * np.mean([reading_at(history, split, s) for _, _, history in members])
                     for s in steps]
+            seeds = f"{len(members)} seed{'s' if len(members) > 1 else ''}"
             ax.plot(steps, mean, style, color=color, marker="o", markersize=3,
-                    label=f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''})" if style == "-" else None)
+                    label=f"{name} ({seeds})" if style == "-" else None)
     runs.log_step_axis(ax)
     ax.set_ylabel(label)
     ax.set_ylim(-3, 103)
@@ -166,76 +216,130 @@ def draw(path, groups, curves=(("level2", "-"), ("level1", "--")), label="compos
     plt.close(fig)
 
 
+def seeds_of(members):
+    return ", ".join(str(config["seed"]) for _, config, _ in members)
+
+
 def table(groups, command):
     paper = any(name in PAPER for name in groups)
-    lines = [f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation, judged by probe.py "
-             "(32 samples per composition unless the run says otherwise); mean ± std over seeds.", "",
+    head = (f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation, "
+            "judged by probe.py (32 samples per composition unless the run says otherwise); "
+            "mean ± std over seeds.")
+    lines = [head, "",
              "## The three readings (%): composed / fidelity / probe", "",
              "| setting | seeds | steps | seen | level-1 | level-2 | not legible | "
-             + " | ".join(data.COMPOSITIONS) + " (composed) |" + " the paper (probe) |" * paper,
-             "|" + "---|" * (15 + paper)]
+             + " | ".join(data.COMPOSITIONS) + " (composed) |"
+             + " the paper (probe) |" * paper + " commit |",
+             "|" + "---|" * (16 + paper)]
     for name, members in groups.items():
         finals = [history[-1] for _, _, history in members]
-        cells = [" / ".join(mean_std([probe.split_means(f[key])[split] for f in finals]) for _, key in READINGS)
+        cells = [" / ".join(mean_std([judge.split_means(f[key])[split] for f in finals])
+                            for _, key in READINGS)
                  for split in ("seen", "level1", "level2")]
-        lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
-                     + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} | "
-                     + " | ".join(mean_std([f['acc'][c] for f in finals]) for c in data.COMPOSITIONS) + " |"
-                     + f" {PAPER.get(name, '')} |" * paper)
-    lines += ["", "## Time to composition: the first evaluation where level-2 (composed) reaches 50% and 90%", "",
-              "| setting | seed | 50%: step (wall time alone) | 90%: step (wall time alone) | level-2 at the end | grid |",
-              "|---|---|---|---|---|---|"]
+        cells.append(mean_std([f["malformed"] for f in finals]))
+        cells += [mean_std([f["acc"][c] for f in finals]) for c in data.COMPOSITIONS]
+        cells += [PAPER.get(name, "")] * paper + [commits(members)]
+        lines.append(f"| `{name}` | {seeds_of(members)} | {finals[0]['step']} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", ("## Time to composition: the first evaluation where level-2 (composed) "
+                   "reaches 50% and 90%"), "",
+              ("| setting | seed | 50%: step (wall time alone) | 90%: step (wall time alone) "
+               "| level-2 at the end | grid | commit |"),
+              "|---|---|---|---|---|---|---|"]
     for name, members in groups.items():
         for run_name, config, history in members:
             cells = []
             for mark in (0.5, 0.9):
                 reached = first_reaching(history, mark)
-                cells.append(f"not by step {history[-1]['step']}" if not reached else str(reached[0])
-                             if reached[1] != reached[1] else f"{reached[0]} ({minutes(reached[1])})")
-            lines.append(f"| `{name}` | {config['seed']} | {cells[0]} | {cells[1]} | {100 * history[-1]['level2']:.1f} "
-                         f"| [samples](runs/{run_name}/samples.png) |")
+                if not reached:
+                    cells.append(f"not by step {history[-1]['step']}")
+                elif np.isnan(reached[1]):
+                    cells.append(str(reached[0]))
+                else:
+                    cells.append(f"{reached[0]} ({minutes(reached[1])})")
+            lines.append(f"| `{name}` | {config['seed']} | {cells[0]} | {cells[1]} "
+                         f"| {100 * history[-1]['level2']:.1f} "
+                         f"| [samples](runs/{run_name}/samples.png) | {commit(config)} |")
         if len(members) > 1:
-            lines.append(f"| `{name}` | mean | " + " | ".join(mean_reaching([h for _, _, h in members], mark) for mark in (0.5, 0.9))
-                         + f" | {mean_std([h[-1]['level2'] for _, _, h in members])} | |")
+            histories = [h for _, _, h in members]
+            lines.append(f"| `{name}` | mean | "
+                         + " | ".join(mean_reaching(histories, mark) for mark in (0.5, 0.9))
+                         + f" | {mean_std([h[-1]['level2'] for h in histories])} | "
+                         f"| {commits(members)} |")
     lines += ["", "![level-1 and level-2 over training](novel.png)"]
     return "\n".join(lines) + "\n"
 
 
 def objects_table(groups, command):
-    """objects.py's runs: drawn exactly as asked, by the number asked; found and extra at 8; locality."""
-    lines = [f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation; mean ± std over seeds.",
-             "", "## Drawn exactly as asked (%), by the number of objects asked (training shows 1 to 3)", "",
-             "| setting | seeds | steps | " + " | ".join(map(str, range(9))) + " | 1-3 | 4-8 | 8 asked: found (%) / extra "
-             "| locality (%) at t = 0.2 / 0.5 / 0.8 | the paper |", "|" + "---|" * 17]
+    """objects.py's runs: drawn exactly as asked (the headline) by the number asked, the asked
+    locations found beside it; found and extra at the most asked; the two locality readings."""
+    finals = {name: [history[-1] for _, _, history in members] for name, members in groups.items()}
+    asked = sorted({int(n) for fs in finals.values() for f in fs for n in f["exact"]})
+    beyond, most, times = [n for n in asked if n > 3], str(max(asked)), ("0.2", "0.5", "0.8")
+    span = f"{beyond[0]}-{beyond[-1]}"
+
+    def found(f, more):
+        """A run's asked locations found, over 1-3 asked or over 4 and more (its own numbers)."""
+        return np.mean([v for n, v in f["found"].items() if int(n) > 0 and (int(n) > 3) == more])
+    lines = [(f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation; "
+              "mean ± std over seeds."), "",
+             ("## Drawn exactly as asked (%), by the number of objects asked "
+              "(training shows 1 to 3)"), "",
+             ("Exact: exactly the asked discs, each at its location (the headline); found: the "
+              "share of asked locations with a disc. Locality: the share of a moved location's "
+              "change within 6 px; pixel locality: the share of an untold object's gradient within "
+              "6 px (objects.py)."), "",
+             "| setting | seeds | steps | " + " | ".join(map(str, asked))
+             + f" | 1-3 exact / found | {span} exact / found | {most} asked: found (%) / extra "
+             "| locality (%) at t = 0.2 / 0.5 / 0.8 | pixel locality (%) at t = 0.2 / 0.5 / 0.8 "
+             "| the paper | commit |", "|" + "---|" * (len(asked) + 10)]
     for name, members in groups.items():
-        finals = [history[-1] for _, _, history in members]
-        lines.append(f"| `{name}` | {', '.join(str(c['seed']) for _, c, _ in members)} | {finals[0]['step']} | "
-                     + " | ".join(mean_std([f["exact"][str(n)] for f in finals]) for n in range(9)) + " | "
-                     + " | ".join(mean_std([f[k] for f in finals]) for k in ("trained", "beyond"))
-                     + f" | {mean_std([f['found']['8'] for f in finals])} / {mean_std([f['extra']['8'] for f in finals], 1)} | "
-                     + " / ".join(mean_std([f["locality"][t] for f in finals], 100, 0) for t in ("0.2", "0.5", "0.8"))
-                     + f" | {PAPER.get(name, '')} |")
-    lines += ["", "Grids: " + ", ".join(f"[{n}](runs/{n}/samples.png)" for m in groups.values() for n, _, _ in m),
-              "", "![1-3 asked (dashed) and 4-8 (solid) over training](novel.png)"]
+        fs = finals[name]
+
+        def cell(key, t, fs=fs):
+            return mean_std([f.get(key, {}).get(t) for f in fs], 100, 0)
+        exact = [mean_std([f["exact"].get(str(n)) for f in fs]) for n in asked]
+        pairs = [f"{mean_std([f[key] for f in fs])} / {mean_std([found(f, more) for f in fs])}"
+                 for key, more in (("trained", False), ("beyond", True))]
+        at_most = (f"{mean_std([f['found'].get(most) for f in fs])} / "
+                   f"{mean_std([f['extra'].get(most) for f in fs], 1)}")
+        readings = [" / ".join(cell(key, t) for t in times)
+                    for key in ("locality", "pixel_locality")]
+        seeds = ", ".join(str(c["seed"]) for _, c, _ in members)
+        lines.append(" | ".join([f"| `{name}`", seeds, str(fs[0]["step"]), *exact, *pairs, at_most,
+                                 *readings, PAPER.get(name, ""), f"{commits(members)} |"]))
+    grids = [f"[{n}](runs/{n}/samples.png)" for m in groups.values() for n, _, _ in m]
+    lines += ["", "Grids: " + ", ".join(grids),
+              "", f"![1-3 asked (dashed) and {span} (solid) over training](novel.png)"]
     return "\n".join(lines) + "\n"
 
 
+# The front page's names for the ladder's rows: the model, its file and its objective.
+FRONT_PAGE = {
+    "maskgit.py": ("MaskGIT", "categorical: cross-entropy over codebook ids"),
+    "jepa_maskgit.py": ("JEPA-MaskGIT", "categorical, plus latent prediction"),
+    "givt.py": ("GIVT", "continuous: Gaussian-mixture likelihood of patches"),
+    "mar.py": ("MAR", "continuous: diffusion of each hidden patch"),
+    "dit.py": ("DiT", "continuous: diffusion of all patches"),
+}
+
+
 def summary(groups):
-    """The front page's rows: per setting, the composed reading of each split, level-2's fidelity and
-    probe readings, and the share not legible (mean ± std over seeds)."""
+    """The front page's rows: per ladder model, `111` composed, the mean over its seeds."""
     rows = []
     for name, members in groups.items():
-        finals = [history[-1] for _, _, history in members]
-        cells = [mean_std([f[split] for f in finals]) for split in ("seen", "level1", "level2")]
-        cells += [mean_std([f[key]["111"] for f in finals]) for key in ("fidelity", "probe_acc")]
-        rows.append(f"| `{name}` | {len(members)} | " + " | ".join(cells) + f" | {mean_std([f['malformed'] for f in finals])} "
-                    f"| {PAPER.get(name, '')} |")
+        if name not in FRONT_PAGE:
+            continue
+        model, objective = FRONT_PAGE[name]
+        mean = np.mean([history[-1]["acc"]["111"] for _, _, history in members])
+        rows.append(f"| {model} (`{name}`) | {objective} | {100 * mean:.1f} |")
     return rows
 
 
 def of_objects(groups):
     """Whether the runs are objects.py's (another world, another table)."""
-    return all(config["model"] == "objects" for members in groups.values() for _, config, _ in members)
+    return all(config["model"] == "objects"
+               for members in groups.values() for _, config, _ in members)
 
 
 def text(groups, command):
@@ -252,15 +356,20 @@ def write(folder, clock=None, command=None):
             kept = os.path.join(folder, "runs", name)
             saved = np.load(os.path.join(kept, "samples.npz"))
             title = f"{name}: {setting(config)}, step {history[-1]['step']}"
+            grid = os.path.join(kept, "samples.png")
             if objects:
-                runs.generator("objects").save_grid(os.path.join(kept, "samples.png"), saved["images"], saved["counts"],
+                runs.script("objects").save_grid(grid, saved["images"], saved["counts"],
                                                     saved["points"], title)
             else:
-                runs.save_samples_png(os.path.join(kept, "samples.png"), saved["images"], saved["factors"], title=title)
-    draw(os.path.join(folder, "novel.png"), groups, *[(("beyond", "-"), ("trained", "--")), "drawn exactly (%): "
-                                                      "4-8 asked solid, 1-3 dashed"] * objects)
-    where = "results/" + os.path.basename(os.path.normpath(folder))             # the same from any copy
-    command = command or " ".join(["python tools/collect.py", where] + (["--clock", clock] if clock else []))
+                runs.save_samples_png(grid, saved["images"], saved["factors"], title=title)
+    if objects:
+        draw(os.path.join(folder, "novel.png"), groups, (("beyond", "-"), ("trained", "--")),
+             "drawn exactly (%): 4 or more asked solid, 1-3 dashed")
+    else:
+        draw(os.path.join(folder, "novel.png"), groups)
+    where = "results/" + os.path.basename(os.path.normpath(folder))     # the same from any copy
+    clocked = ["--clock", clock] if clock else []
+    command = command or " ".join(["python tools/collect.py", where, *clocked])
     written = text(groups, command)
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
@@ -268,10 +377,13 @@ def write(folder, clock=None, command=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="the results folder, results/<question>")
-    parser.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders to keep in it first")
-    parser.add_argument("--clock", help="a kept run that had the machine to itself: its model's wall times")
+    parser.add_argument("--add", nargs="+", default=[], metavar="RUN",
+                        help="run folders to keep in it first")
+    parser.add_argument("--clock",
+                        help="a kept run that had the machine to itself: its model's wall times")
     parser.add_argument("--summary", action="store_true", help="also print the front page's rows")
     args = parser.parse_args(argv)
     add(args.folder, args.add)

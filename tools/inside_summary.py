@@ -1,7 +1,7 @@
 """The inside study's tables and figures, from the inside.json each kept run holds.
 
-    python tools/inside_summary.py results/inside --add runs/ladder/maskgit ...   # keep runs (and inside.json)
-    python tools/inside_summary.py results/inside                                # rebuild from what is kept
+    python tools/inside_summary.py results/inside --add runs/ladder/maskgit ...  # keep runs
+    python tools/inside_summary.py results/inside                   # rebuild from what is kept
 
 Reads results/<question>/runs/<name>/inside.json (written by `python inside.py RUN`) beside the
 run's config.json, groups runs by setting as tools/collect.py does (means over seeds), and
@@ -32,55 +32,66 @@ def load(folder):
     """{setting: [inside.json of each seed]}, in collect's order (the ladder's, then seeds)."""
     kept = {}
     for setting, members in collect.load(folder, None).items():
-        results = [json.load(open(os.path.join(folder, "runs", name, "inside.json"))) for name, _, _ in members
-                   if os.path.exists(os.path.join(folder, "runs", name, "inside.json"))]
+        paths = [os.path.join(folder, "runs", name, "inside.json") for name, _, _ in members]
+        results = [json.load(open(path)) for path in paths if os.path.exists(path)]
         if results:
             kept[setting] = results
     if not kept:
-        raise SystemExit(f"error: no run in {folder}/runs holds an inside.json; run python inside.py RUN, then --add RUN")
+        raise SystemExit(f"error: no run in {folder}/runs holds an inside.json; run python "
+                         "inside.py RUN, then --add RUN")
     return kept
 
 
 def add(folder, sources):
     """Keep each run as collect.py does (config, metrics, final samples), and its inside.json."""
-    missing = [source for source in sources if not os.path.exists(os.path.join(source, "inside.json"))]
+    missing = [source for source in sources
+               if not os.path.exists(os.path.join(source, "inside.json"))]
     if missing:
-        raise SystemExit(f"error: {missing[0]} holds no inside.json; run python inside.py {missing[0]} first")
+        raise SystemExit(f"error: {missing[0]} holds no inside.json; run python inside.py "
+                         f"{missing[0]} first")
     collect.add(folder, sources)
     for source in sources:
         shutil.copy(os.path.join(source, "inside.json"),
-                    os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)), "inside.json"))
+                    os.path.join(folder, "runs", os.path.basename(os.path.normpath(source)),
+                                 "inside.json"))
 
 
 def reading_rows(kept):
-    rows = ["| setting | seeds | seen | level-1 | level-2 | level-2 fidelity | level-2 probe |", "|---|---|---|---|---|---|---|"]
+    rows = ["| setting | seeds | seen | level-1 | level-2 | level-2 fidelity | level-2 probe |",
+            "|---|---|---|---|---|---|---|"]
     for setting, results in kept.items():
         at = [r["readings"] for r in results if "readings" in r]
         rows.append(f"| `{setting}` | {len(results)} | " + " | ".join(
             [mean_std([a[split] for a in at], 100) for split in ("seen", "level1", "level2")]
-            + [mean_std([a[key]["111"] for a in at], 100) for key in ("fidelity", "probe_acc")]) + " |")
+            + [mean_std([a[key]["111"] for a in at], 100) for key in ("fidelity", "probe_acc")])
+            + " |")
     return rows
 
 
 def reach_rows(kept):
-    rows = ["| setting | seeds | reading | trained code | untrained code | untrained share of positions |", "|---|---|---|---|---|---|"]
+    rows = ["| setting | seeds | reading | trained code | untrained code | untrained share "
+            "of positions |", "|---|---|---|---|---|---|"]
     for setting, results in kept.items():
         for name in [k for k, v in results[0]["reach"].items() if isinstance(v, dict)]:
             scale, digits = (100, 2) if name.startswith(("p(", "mass")) else (1, 3)
             unit = " (%)" if scale == 100 else ""
+            share = [r["reach"]["untrained share of hidden positions"] for r in results]
             rows.append(f"| `{setting}` | {len(results)} | {name}{unit} | "
-                        + " | ".join(mean_std([r["reach"][name][split] for r in results], scale, digits)
+                        + " | ".join(mean_std([r["reach"][name][split] for r in results], scale,
+                                              digits)
                                      for split in ("trained code", "untrained code"))
-                        + f" | {mean_std([r['reach']['untrained share of hidden positions'] for r in results], 100, 1)}% |")
+                        + f" | {mean_std(share, 100, 1)}% |")
     return rows
 
 
 def readout_rows(kept):
     layers = list(next(iter(kept.values()))[0]["readout"])
-    rows = ["| setting | factor | " + " | ".join(layers) + " | shuffled labels |", "|---|---|" + "---|" * (len(layers) + 1)]
+    rows = ["| setting | factor | " + " | ".join(layers) + " | shuffled labels |",
+            "|---|---|" + "---|" * (len(layers) + 1)]
     for setting, results in kept.items():
         for factor in FACTORS:
-            cells = [mean_std([r["readout"][layer][factor]["level2"] for r in results if layer in r["readout"]], 100, 0)
+            cells = [mean_std([r["readout"][layer][factor]["level2"] for r in results
+                               if layer in r["readout"]], 100, 0)
                      for layer in layers]
             control = mean_std([r["readout_shuffled"][factor]["level2"] for r in results], 100, 0)
             rows.append(f"| `{setting}` | {factor} | " + " | ".join(cells) + f" | {control} |")
@@ -88,48 +99,65 @@ def readout_rows(kept):
 
 
 def unit_rows(kept):
-    rows = ["| setting | seeds | accuracy (probe): shape / colour / size | polysemanticity, heads | polysemanticity, all units "
-            "| Jaccard, mean of pairs | weighted Jaccard | colour circuit: colour / shape drop | shape circuit: colour / shape drop |",
+    rows = ["| setting | seeds | accuracy (probe): shape / colour / size | polysemanticity, heads "
+            "| polysemanticity, all units "
+            "| Jaccard, mean of pairs | weighted Jaccard | colour circuit: colour / shape drop | "
+            "shape circuit: colour / shape drop |",
             "|---|---|---|---|---|---|---|---|---|"]
     for setting, results in kept.items():
-        accuracy = " / ".join(mean_std([r["accuracy"]["probe"][f] for r in results], 100, 0) for f in range(3))
-        poly = [mean_std([r["polysemanticity"]["probe"][group] for r in results], 1, 2) for group in ("heads", "units")]
-        jaccard = [mean_std([np.nanmean([p[kind] for p in r["overlap"].values()]) for r in results], 1, 2)
+        accuracy = " / ".join(mean_std([r["accuracy"]["probe"][f] for r in results], 100, 0)
+                              for f in range(3))
+        poly = [mean_std([r["polysemanticity"]["probe"][group] for r in results], 1, 2)
+                for group in ("heads", "units")]
+        jaccard = [mean_std([np.nanmean([p[kind] for p in r["overlap"].values()]) for r in results],
+                            1, 2)
                    for kind in ("jaccard", "weighted")]
-        drops = [" / ".join(mean_std([r["circuit_ablation"][c]["probe"][f] for r in results], 100, 1) for f in ("color", "shape"))
+        drops = [" / ".join(mean_std([r["circuit_ablation"][c]["probe"][f] for r in results],
+                                     100, 1) for f in ("color", "shape"))
                  for c in ("color circuit", "shape circuit")]
-        rows.append(f"| `{setting}` | {len(results)} | {accuracy} | " + " | ".join(poly + jaccard + drops) + " |")
+        rows.append(f"| `{setting}` | {len(results)} | {accuracy} | "
+                    + " | ".join(poly + jaccard + drops) + " |")
     return rows
 
 
 def over_training_rows(kept):
-    rows = ["| setting | step | polysemanticity, heads | polysemanticity, all units | Jaccard | weighted Jaccard |",
+    rows = ["| setting | step | polysemanticity, heads | polysemanticity, all units | Jaccard | "
+            "weighted Jaccard |",
             "|---|---|---|---|---|---|"]
     for setting, results in kept.items():
         steps = sorted({r["step"] for result in results for r in result.get("over_training", [])})
         for step in steps:
-            at = [r for result in results for r in result.get("over_training", []) if r["step"] == step]
-            rows.append(f"| `{setting}` | {step} | "
-                        + " | ".join(mean_std([r["polysemanticity"]["probe"][g] for r in at], 1, 2) for g in ("heads", "units"))
-                        + " | " + " | ".join(mean_std([np.nanmean([p[k] for p in r["overlap"].values()]) for r in at], 1, 2)
-                                             for k in ("jaccard", "weighted")) + " |")
+            at = [r for result in results for r in result.get("over_training", [])
+                  if r["step"] == step]
+            poly = [mean_std([r["polysemanticity"]["probe"][g] for r in at], 1, 2)
+                    for g in ("heads", "units")]
+            overlap = [mean_std([np.nanmean([p[k] for p in r["overlap"].values()]) for r in at],
+                                1, 2)
+                       for k in ("jaccard", "weighted")]
+            rows.append(f"| `{setting}` | {step} | " + " | ".join(poly) + " | "
+                        + " | ".join(overlap) + " |")
     return rows
 
 
 def text(folder):
     kept = load(folder)
-    lines = [f"Rebuilt by `python tools/inside_summary.py results/{os.path.basename(os.path.normpath(folder))}` from the "
+    lines = ["Rebuilt by `python tools/inside_summary.py "
+             f"results/{os.path.basename(os.path.normpath(folder))}` from the "
              "inside.json of each kept run (`python inside.py RUN`); mean ± std over seeds.", "",
-             "## The runs' own readings at the step read (composed %, and level-2's fidelity and probe)", "",
+             "## The runs' own readings at the step read (composed %, and level-2's "
+             "fidelity and probe)", "",
              *reading_rows(kept), "",
-             "## Reach: the truth's score at hidden positions, by whether its code ever occurred in training", "",
+             "## Reach: the truth's score at hidden positions, by whether its code ever "
+             "occurred in training", "",
              *reach_rows(kept), "",
-             "## Readout by layer: a linear probe's accuracy on level-2 (%), trained on the seen compositions", "",
+             "## Readout by layer: a linear probe's accuracy on level-2 (%), trained on the seen "
+             "compositions", "",
              *readout_rows(kept), "",
              "## Units and circuits (the probe's factor reading; drops in points)", "",
              *unit_rows(kept), "",
              "## Over training", "", *over_training_rows(kept), "",
-             "![the level-2 readout by layer](layers.png)", "", "![each unit's drop per factor](attribution.png)"]
+             "![the level-2 readout by layer](layers.png)", "",
+             "![each unit's drop per factor](attribution.png)"]
     return "\n".join(lines) + "\n", kept
 
 
@@ -139,9 +167,12 @@ def draw(folder, kept):
     for ax, (setting, results) in zip(axes[0], kept.items()):
         layers = list(results[0]["readout"])
         for factor, color in zip(FACTORS, ("tab:green", "tab:blue", "tab:orange")):
-            ax.plot(range(len(layers)), [100 * np.mean([r["readout"][l][factor]["level2"] for r in results]) for l in layers],
+            ax.plot(range(len(layers)),
+                    [100 * np.mean([r["readout"][layer][factor]["level2"] for r in results])
+                     for layer in layers],
                     marker="o", color=color, label=factor)
-        ax.set_xticks(range(len(layers)), [l.replace("block ", "b") for l in layers], fontsize=7)
+        ax.set_xticks(range(len(layers)), [layer.replace("block ", "b") for layer in layers],
+                      fontsize=7)
         ax.set_title(setting, fontsize=7)
         ax.set_ylim(-3, 103)
     axes[0][0].set_ylabel("level-2 read right (%)")
@@ -149,14 +180,15 @@ def draw(folder, kept):
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "layers.png"), dpi=110)
     plt.close(fig)
-    fig, axes = plt.subplots(1, len(kept), figsize=(1.6 * len(kept) + 1.6, 6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(kept), figsize=(1.6 * len(kept) + 1.6, 6), sharey=True,
+                             squeeze=False)
     for i, (ax, (setting, results)) in enumerate(zip(axes[0], kept.items())):
         names = list(results[0]["attribution"])
         a = 100 * np.array([results[0]["attribution"][n]["probe"] for n in names])
         image = ax.imshow(a, cmap="RdBu_r", vmin=-50, vmax=50, aspect="auto")
         ax.set_xticks(range(3), FACTORS, fontsize=7, rotation=90)
         ax.set_yticks(range(len(names)), names, fontsize=6)
-        ax.tick_params(axis="y", labelleft=i == 0)                   # one column of unit names, at the left
+        ax.tick_params(axis="y", labelleft=i == 0)           # one column of unit names, at the left
         ax.set_title(setting.replace(" --", "\n--"), fontsize=7)
     fig.subplots_adjust(left=0.8 / (1.6 * len(kept) + 1.6) * 2, right=0.8, wspace=0.08)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, label="drop in accuracy (points)")
@@ -165,9 +197,11 @@ def draw(folder, kept):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="the results folder, results/<question>")
-    parser.add_argument("--add", nargs="+", default=[], metavar="RUN", help="run folders (with inside.json) to keep first")
+    parser.add_argument("--add", nargs="+", default=[], metavar="RUN",
+                        help="run folders (with inside.json) to keep first")
     args = parser.parse_args(argv)
     add(args.folder, args.add)
     body, kept = text(args.folder)

@@ -1,13 +1,15 @@
 """Every experiment in one command: the runs, then each question's table, built by collect.py.
 
-    python tools/reproduce.py --budget quick     # short runs, the early stage: over an hour on 2 CPU cores
-    python tools/reproduce.py --budget default   # each script's own budget, 3 seeds: about 20 hours of 2 cores
-    python tools/reproduce.py --budget full      # the long runs: days on a CPU, under an hour on one H200
-    python tools/reproduce.py --budget default --list | parallel -j 2   # your own scheduler: a command a line
+    python tools/reproduce.py --budget quick     # short runs, the early stage
+    python tools/reproduce.py --budget default   # each script's own budget, 3 seeds
+    python tools/reproduce.py --budget full      # the long runs
+    python tools/reproduce.py --budget default --list | parallel -j 2   # a command a line, for
+                                                                        # your own scheduler
 
-Runs go to runs/suite-<budget>/<question>/runs/<name>-seed<k>, so that each question's folder reads
-like results/<question>/ and `python tools/collect.py` builds its table there. Running it again skips
-finished runs and resumes interrupted ones; --report-only rebuilds the tables.
+Runs go to runs/suite-<budget>/<question>/runs/<name>-seed<k>, so that each question's folder
+reads like results/<question>/ and `python tools/collect.py` builds its table there. Running it
+again skips finished runs and resumes interrupted ones; --report-only rebuilds the tables. What
+each budget costs: results/costs/timings.md.
 """
 import argparse
 import collections
@@ -27,37 +29,45 @@ import collect  # noqa: E402
 import runs  # noqa: E402
 
 BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evaluation and data sizes
-    "tiny": dict(steps=3, long_steps=6, eval_every=2, samples_per_comp=2, train_per_comp=100, batch_size=8, seeds=(0,)),
-    "quick": dict(steps=150, long_steps=1500, eval_every=50, samples_per_comp=16, train_per_comp=5000,
-                  batch_size=64, seeds=(0, 1, 2)),
-    "default": dict(steps=2000, long_steps=8000, eval_every=250, samples_per_comp=32, train_per_comp=5000,
-                    batch_size=64, seeds=(0, 1, 2)),                  # what `python <script>` does
-    "full": dict(steps=10000, long_steps=20000, eval_every=250, samples_per_comp=32, train_per_comp=5000,
-                 batch_size=64, seeds=(0, 1, 2)),
+    "tiny": dict(steps=3, long_steps=6, eval_every=2, samples_per_comp=2, train_per_comp=100,
+                 batch_size=8, seeds=(0,)),
+    "quick": dict(steps=150, long_steps=1500, eval_every=50, samples_per_comp=16,
+                  train_per_comp=5000, batch_size=64, seeds=(0, 1, 2)),
+    "default": dict(steps=2000, long_steps=8000, eval_every=250, samples_per_comp=32,
+                    train_per_comp=5000, batch_size=64,
+                    seeds=(0, 1, 2)),                  # what `python <script>` does
+    "full": dict(steps=10000, long_steps=20000, eval_every=250, samples_per_comp=32,
+                 train_per_comp=5000, batch_size=64, seeds=(0, 1, 2)),
 }
 QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's); the ladder first
-    "ladder": {"maskgit": ("maskgit.py", []), "jepa_maskgit": ("jepa_maskgit.py", []), "givt": ("givt.py", []),
-               "mar": ("mar.py", []), "dit": ("dit.py", [])},
+    "ladder": {"maskgit": ("maskgit.py", []), "jepa_maskgit": ("jepa_maskgit.py", []),
+               "givt": ("givt.py", []), "mar": ("mar.py", []), "dit": ("dit.py", [])},
     "tokenizers": {f"{model}-{tokenizer}": (f"{model}.py", ["--tokenizer", tokenizer])
                    for model in ("dit", "mar", "givt") for tokenizer in ("codebook", "pca")},
-    "causal": {"ar": ("ar.py", []), "ar-gmm-codebook": ("ar.py", ["--head", "gmm", "--tokenizer", "codebook"]),
+    "causal": {"ar": ("ar.py", []),
+               "ar-gmm-codebook": ("ar.py", ["--head", "gmm", "--tokenizer", "codebook"]),
                "ar-gmm": ("ar.py", ["--head", "gmm"])},
-    "conditioning": {f"dit-{mode}": ("dit.py", ["--cond", mode]) for mode in ("dropout", "discrete", "discrete-dropout")},
+    "conditioning": {f"dit-{mode}": ("dit.py", ["--cond", mode])
+                     for mode in ("dropout", "discrete", "discrete-dropout")},
     "unmasking": {"maskgit-random": ("maskgit.py", ["--unmask", "random"])},
     "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
-                for cond, where in (("all", "global"), ("one", "global"), ("one", "local"), ("all", "local"))},
+                for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
+                                    ("all", "local"))},
 }
 LONG = "long-runs"           # the time course: seed 0 of the ladder's four rungs to long_steps
-RUNS_PER_GPU = 8             # one small run leaves a GPU waiting: an H200 trained dit.py 41 steps/s alone, 258 in all x8
+# one small run leaves a GPU waiting: an H200 trained dit.py 41 steps/s alone, 258 in all x8
+RUNS_PER_GPU = 8
 
 
 # ------------------------------------------------------------------------------------ runs
 def command(script, flags, seed, budget, folder, steps, device):
-    """The run's own command line, every budget setting spelled out (objects.py renders new images each step)."""
+    """The run's own command line, every budget setting
+    spelled out (objects.py renders new images each step)."""
     data = ["--train-per-comp", str(budget["train_per_comp"])] * (script != "objects.py")
     return [sys.executable, os.path.join(ROOT, script), "--steps", str(steps), "--seed", str(seed),
-            "--eval-every", str(budget["eval_every"]), "--samples-per-comp", str(budget["samples_per_comp"]), *data,
-            "--batch-size", str(budget["batch_size"]), "--device", device, "--out", folder, *flags]
+            "--eval-every", str(budget["eval_every"]), "--samples-per-comp",
+            str(budget["samples_per_comp"]), *data, "--batch-size", str(budget["batch_size"]),
+            "--device", device, "--out", folder, *flags]
 
 
 def jobs(runs_dir, budget, device):
@@ -68,11 +78,14 @@ def jobs(runs_dir, budget, device):
         for seed in budget["seeds"]:
             for name, (script, flags) in members.items():
                 folder = os.path.join(runs_dir, question, "runs", f"{name}-seed{seed}")
-                found.append((folder, budget["steps"], command(script, flags, seed, budget, folder, budget["steps"], device)))
+                found.append((folder, budget["steps"],
+                              command(script, flags, seed, budget, folder, budget["steps"],
+                                      device)))
     for name, (script, flags) in QUESTIONS["ladder"].items():
         folder = os.path.join(runs_dir, LONG, "runs", f"{name}-seed0")
         if name != "jepa_maskgit":
-            found.append((folder, budget["long_steps"], command(script, flags, 0, budget, folder, budget["long_steps"], device)))
+            found.append((folder, budget["long_steps"],
+                          command(script, flags, 0, budget, folder, budget["long_steps"], device)))
     return found
 
 
@@ -89,7 +102,7 @@ def execute(job, slot, workers, gpus):
     if os.path.exists(os.path.join(folder, "ckpt.pt")):
         argv = argv + ["--resume"]
     else:
-        shutil.rmtree(folder, ignore_errors=True)                # nothing worth keeping: start again
+        shutil.rmtree(folder, ignore_errors=True)               # nothing worth keeping: start again
     os.makedirs(folder, exist_ok=True)
     environment = dict(os.environ)
     if gpus:
@@ -98,7 +111,8 @@ def execute(job, slot, workers, gpus):
         environment["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     start = time.time()
     with open(os.path.join(folder, "log.txt"), "a") as log:
-        code = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=environment).returncode
+        code = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              env=environment).returncode
     seconds = time.time() - start
     with open(os.path.join(folder, "wall_seconds.txt"), "a") as f:
         f.write(f"{seconds:.1f}\n")
@@ -106,8 +120,8 @@ def execute(job, slot, workers, gpus):
 
 
 def run_all(todo, workers, gpus):
-    """Run jobs on `workers` slots at once. Returns the folders of failed runs. Ctrl-C stops the runs
-    (each keeps its last checkpoint) and starts no more."""
+    """Run jobs on `workers` slots at once. Returns the folders of failed runs. Ctrl-C stops the
+    runs (each keeps its last checkpoint) and starts no more."""
     todo, failed, lock, stop = collections.deque(todo), [], threading.Lock(), threading.Event()
     bar = tqdm(total=len(todo), desc="runs", unit="run")
 
@@ -129,7 +143,8 @@ def run_all(todo, workers, gpus):
                     tqdm.write(f"done   {where} in {seconds / 60:.1f} min")
                 bar.update()
 
-    threads = [threading.Thread(target=worker, args=(slot,), daemon=True) for slot in range(workers)]
+    threads = [threading.Thread(target=worker, args=(slot,), daemon=True)
+               for slot in range(workers)]
     for thread in threads:
         thread.start()
     try:
@@ -149,17 +164,19 @@ def run_all(todo, workers, gpus):
 
 # ---------------------------------------------------------------------------------- report
 def report(runs_dir):
-    """Each question's table by collect.py, from the runs that have finished an evaluation; an index."""
+    """Each question's table by collect.py,
+    from the runs that have finished an evaluation; an index."""
     index = ["# The study, rebuilt", ""]
     for question in [*QUESTIONS, LONG]:
         folder = os.path.join(runs_dir, question)
-        kept = os.path.join(folder, "runs")                      # collect reads the evaluated runs only
-        done = [n for n in os.listdir(kept) if os.path.exists(os.path.join(kept, n, "samples.npz"))] \
-            if os.path.isdir(kept) else []
+        kept = os.path.join(folder, "runs")                  # collect reads the evaluated runs only
+        names = os.listdir(kept) if os.path.isdir(kept) else []
+        done = [n for n in names if os.path.exists(os.path.join(kept, n, "samples.npz"))]
         if not done:
             index.append(f"- {question}: no run has finished an evaluation yet")
             continue
-        collect.write(folder, clock=None, command=f"python tools/collect.py {os.path.relpath(folder, ROOT)}")
+        collect.write(folder, clock=None,
+                      command=f"python tools/collect.py {os.path.relpath(folder, ROOT)}")
         index.append(f"- [{question}]({question}/table.md): {len(done)} runs")
     with open(os.path.join(runs_dir, "README.md"), "w") as f:
         f.write("\n".join(index) + "\n")
@@ -168,25 +185,30 @@ def report(runs_dir):
 
 # ------------------------------------------------------------------------------------ main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", default="quick", choices=tuple(BUDGETS))
     parser.add_argument("--workers", type=int, default=None,
-                        help=f"runs at once (default: {RUNS_PER_GPU} per GPU, at most one per CPU core; "
+                        help=f"runs at once (default: {RUNS_PER_GPU} per GPU, at most one "
+                             "per CPU core; "
                              "1 without a GPU); they share the CPU cores")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
-    parser.add_argument("--runs", default=None, help="the runs and their tables (default runs/suite-<budget>)")
+    parser.add_argument("--runs", default=None,
+                        help="the runs and their tables (default runs/suite-<budget>)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the tables")
     parser.add_argument("--list", action="store_true",
-                        help="print the study's commands, one a line, for a scheduler of your own; run nothing")
+                        help="print the study's commands, one a line, for a scheduler of your "
+                             "own; run nothing")
     args = parser.parse_args(argv)
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be a positive integer, got {args.workers}")
     budget = BUDGETS[args.budget]
     runs_dir = args.runs or os.path.join(ROOT, "runs", f"suite-{args.budget}")
     todo = jobs(runs_dir, budget, args.device)
-    if args.list:                                             # a command a line, for a scheduler of your own
+    if args.list:                                    # a command a line, for a scheduler of your own
         for job in todo:
-            print(" ".join(["python", *(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a for a in job[2][1:])]))
+            print(" ".join(["python", *(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a
+                                        for a in job[2][1:])]))
         return
     import torch
     gpus = torch.cuda.device_count() if args.device in ("auto", "cuda") else 0
@@ -196,7 +218,8 @@ def main(argv=None):
         failed = run_all(todo, workers, gpus)
     index = report(runs_dir)
     print("\n".join(index))
-    print(f"tables in {os.path.relpath(runs_dir)}/<question>/table.md; this call took {(time.time() - start) / 60:.1f} min")
+    print(f"tables in {os.path.relpath(runs_dir)}/<question>/table.md; this call took "
+          f"{(time.time() - start) / 60:.1f} min")
     if failed:
         raise SystemExit(f"error: {len(failed)} run(s) failed: {', '.join(failed)}")
 

@@ -5,12 +5,12 @@
 
 Loads the run's checkpoint (its EMA weights, as the run's own evaluations use them), changes
 the named settings of its config, and draws with the model file's own `draw` once, as its
-evaluations do, so the new folder holds the same files as a run (metrics.jsonl with one line at the checkpoint's step,
-samples, pictures) and `tools/collect.py` reads it like any other, as a setting marked
-"(resampled)". Only settings that sampling reads may change, checked as the script checks its
-flags; anything that shapes the network or its training is refused. Sampling is on the CPU
-unless --device says otherwise; a run trained and sampled on a GPU is redrawn bit for bit
-only there.
+evaluations do, so the new folder holds the same files as a run (metrics.jsonl with one line
+at the checkpoint's step, samples, pictures) and `tools/collect.py` reads it like any other, as
+a setting marked "(resampled)". Only settings that sampling reads may change, checked as the
+script checks its flags; anything that shapes the network or its training is refused. Sampling
+is on the CPU unless --device says otherwise; a run trained and sampled on a GPU is redrawn bit
+for bit only there.
 """
 import argparse
 import contextlib
@@ -34,21 +34,23 @@ def parse_settings(module, pairs):
         key, _, text = pair.partition("=")
         key = key.replace("-", "_")
         if key not in module.SAMPLING:
-            raise SystemExit(f"error: --set {pair!r}: {module.MODEL} samples with {', '.join(module.SAMPLING)}; "
+            raise SystemExit(f"error: --set {pair!r}: {module.MODEL} samples with "
+                             f"{', '.join(module.SAMPLING)}; "
                              f"{key!r} is not one of them")
         said = io.StringIO()
         try:
             with contextlib.redirect_stderr(said):
                 _, args = module.parse([f"--{key.replace('_', '-')}", text])
         except SystemExit:
-            raise SystemExit(f"error: --set {pair!r}: {said.getvalue().strip().splitlines()[-1].split('error: ')[-1]}")
+            raise SystemExit(f"error: --set {pair!r}: "
+                             f"{said.getvalue().strip().splitlines()[-1].split('error: ')[-1]}")
         changes[key] = getattr(args, key)
     return changes
 
 
 def resample(run, out, changes, device="cpu"):
-    """Evaluate the run's EMA once with `changes`, into `out`. Its metrics line records the run's loss
-    and wall time at the checkpoint's step, plus the seconds this sampling took."""
+    """Evaluate the run's EMA once with `changes`, into `out`. Its metrics line records the run's
+    loss and wall time at the checkpoint's step, plus the seconds this sampling took."""
     step, config, module, model, tokenizer = load_trained(run)
     config.update(parse_settings(module, changes), out=out, device=device, resampled_from=run)
     os.makedirs(out, exist_ok=True)
@@ -58,20 +60,23 @@ def resample(run, out, changes, device="cpu"):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     before = [m for m in runs.read_metrics(run) if m["step"] == step]
-    loss, seconds = (before[0]["loss"], before[0].get("seconds", 0.0)) if before else (float("nan"), 0.0)
+    loss, seconds = ((before[0]["loss"], before[0].get("seconds", 0.0)) if before
+                     else (float("nan"), 0.0))
     runs.start_clock(config, before=seconds)
     return runs.evaluate(module.draw, model.to(device), tokenizer, config, step, loss,
                          title=f"{os.path.basename(os.path.normpath(out))} (resampled)")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a run folder with ckpt.pt")
     parser.add_argument("--out", required=True, help="the new run folder")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a sampling setting to change (repeatable)")
     parser.add_argument("--device", default="cpu", choices=("auto", "cuda", "mps", "cpu"),
-                        help="cpu by default: a run sampled on a GPU (bf16) is redrawn alike only there")
+                        help="cpu by default: a run sampled on a GPU (bf16) is redrawn "
+                             "alike only there")
     args = parser.parse_args(argv)
     if not os.path.exists(os.path.join(args.run, "ckpt.pt")):
         parser.error(f"{args.run} holds no ckpt.pt")

@@ -6,7 +6,8 @@
 Each generator runs its own main with timers around what a run calls: the training data (render
 and tokenize), its draw (sampling and decoding), the judge, the pictures, the kept samples, the
 checkpoint. A step is the rest divided by N (warm-up included); a default run is estimated as
-start-up + steps x step + evaluations x evaluation. Run it alone on the machine: it measures wall time.
+start-up + steps x step + evaluations x evaluation. Run it alone on the machine: it measures
+wall time.
 """
 import argparse
 import collections
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import numpy as np  # noqa: E402
 
 import data  # noqa: E402
-import probe  # noqa: E402
+import judge  # noqa: E402
 import runs  # noqa: E402
 
 PARTS = ("training data", "sampling", "judge", "pictures", "kept samples", "checkpoint")
@@ -46,43 +47,50 @@ def timed(owner, name, part, clock):
 
 
 def profile(model, steps):
-    """{part: seconds} for one run of `steps` steps and one evaluation, and the default run's shape."""
-    module = runs.generator(model)
+    """{part: seconds} for one run of `steps` steps
+    and one evaluation, and the default run's shape."""
+    module = runs.script(model)
     clock = {}
     patches = [timed(data.TrainingData, "__init__", "training data", clock),
                timed(module, "draw", "sampling", clock),
-               timed(module if hasattr(module, "evaluate") else runs, "evaluate", "evaluation", clock),
-               timed(probe, "evaluate", "judge", clock),
+               timed(module if hasattr(module, "evaluate") else runs, "evaluate", "evaluation",
+                     clock),
+               timed(judge, "evaluate", "judge", clock),
                timed(runs, "save_samples_png", "pictures", clock),
                timed(runs, "save_curves_png", "pictures", clock),
                timed(np, "savez_compressed", "kept samples", clock),
                timed(runs, "save_checkpoint", "checkpoint", clock)]
-    probe._judge()                                      # the judge's one-off set-up is not a run's cost
+    judge.instruments()                             # the judge's one-off set-up is not a run's cost
     try:
         with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             start = time.perf_counter()
-            module.main(["--steps", str(steps), "--eval-every", str(steps), "--out", os.path.join(folder, "run"),
-                         "--device", "cpu"])
+            module.main(["--steps", str(steps), "--eval-every", str(steps), "--out",
+                         os.path.join(folder, "run"), "--device", "cpu"])
             clock["total"] = time.perf_counter() - start
             defaults = vars(module.parse([])[1])
     finally:
         for owner, name, original in patches:
             setattr(owner, name, original)
-    clock = collections.defaultdict(float, clock)       # objects.py: no training set and no probe.evaluate
-    clock["record"] = clock["evaluation"] - clock["sampling"]   # judge, pictures, npz: inside evaluation
+    clock = collections.defaultdict(float, clock)  # objects.py: no training set, no judge.evaluate
+    clock["record"] = clock["evaluation"] - clock["sampling"]     # its judge, pictures, npz files
     clock["the rest"] = clock["record"] - clock["judge"] - clock["pictures"] - clock["kept samples"]
-    clock["step"] = (clock["total"] - clock["training data"] - clock["evaluation"] - clock["checkpoint"]) / steps
+    clock["step"] = (clock["total"] - clock["training data"] - clock["evaluation"]
+                     - clock["checkpoint"]) / steps
     clock["one evaluation"] = clock["evaluation"] + clock["checkpoint"]
     evaluations = len(runs.evaluation_steps(defaults["steps"], defaults["eval_every"]))
-    clock["default run"] = clock["training data"] + defaults["steps"] * clock["step"] + evaluations * clock["one evaluation"]
+    clock["default run"] = (clock["training data"] + defaults["steps"] * clock["step"]
+                            + evaluations * clock["one evaluation"])
     return clock, defaults["steps"], evaluations
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("models", nargs="*", default=list(runs.MODELS), help=f"some of {', '.join(runs.MODELS)}")
-    parser.add_argument("--steps", type=int, default=40, help="training steps to time (then one evaluation)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="*", default=list(runs.MODELS),
+                        help=f"some of {', '.join(runs.MODELS)}")
+    parser.add_argument("--steps", type=int, default=40,
+                        help="training steps to time (then one evaluation)")
     args = parser.parse_args(argv)
     unknown = [m for m in args.models if m not in runs.MODELS]
     if unknown:
@@ -95,7 +103,8 @@ def main(argv=None):
     print("|---|" + "---|" * len(columns))
     for model in args.models:
         clock, steps, evaluations = profile(model, args.steps)
-        cells = [f"{clock[c]:.2f} s" if c != "default run" else f"{clock[c] / 60:.1f} min" for c in columns]
+        cells = [f"{clock[c]:.2f} s" if c != "default run" else f"{clock[c] / 60:.1f} min"
+                 for c in columns]
         cells[-1] += f" ({steps} steps, {evaluations} evaluations)"
         print(f"| `{model}.py` | " + " | ".join(cells) + " |", flush=True)
 

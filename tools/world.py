@@ -1,4 +1,5 @@
-"""The world's picture, and how much of the novel compositions' codebook tokens training never shows.
+"""The world's picture, and how much of the novel compositions' codebook tokens training never
+shows.
 
     python tools/world.py        # writes results/world/world.png and prints the codebook's reach
 
@@ -25,21 +26,26 @@ def reach(images, bits, codebook, trained):
     for split in ("level1", "level2"):
         chosen = np.isin([data.bits_to_code(b) for b in bits], data.SPLITS[split])
         needed = codebook.encode(images[chosen]).flatten().tolist()
-        shares[split] = (np.mean([i not in trained for i in needed]), np.mean([i not in trained for i in set(needed)]))
+        shares[split] = (np.mean([i not in trained for i in needed]),
+                         np.mean([i not in trained for i in set(needed)]))
     return shares
 
 
 def main(argv=None):
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args(argv)
     images, bits, _ = data.make_dataset(data.COMPOSITIONS, 250, probe.HELD_OUT_SEED)
     order = np.lexsort(bits.T[::-1])
     folder = os.path.join(ROOT, "results", "world")
     os.makedirs(folder, exist_ok=True)
-    runs.save_samples_png(os.path.join(folder, "world.png"), images[order], bits[order], title="Shapes2D: real images")
+    runs.save_samples_png(os.path.join(folder, "world.png"), images[order], bits[order],
+                          title="Shapes2D: real images")
     codebook = data.load_tokenizer("codebook")
     trained = set(codebook.encode(data.training_set()[0]).flatten().tolist())
     for split, (tokens, codes) in reach(images, bits, codebook, trained).items():
-        print(f"codebook reach, {split}: {100 * tokens:.1f}% of the tokens of real images ({100 * codes:.1f}% of the "
+        print(f"codebook reach, {split}: {100 * tokens:.1f}% of the tokens of real images "
+              f"({100 * codes:.1f}% of the "
               f"distinct codes) never occur in the generators' training tokens")
     print(f"saved {os.path.relpath(os.path.join(folder, 'world.png'))}")
 
