@@ -1,14 +1,15 @@
 """Run one assignment's checks, and optionally its short training run.
 
-    python course/check.py A3                  # the checks: seconds, on a CPU
-    python course/check.py A3 --run            # then a short training run, judged by probe.py
+    python course/check.py A3                  # the checks
+    python course/check.py A3 --run            # then a short training run, judged by judge.py
     python course/check.py A3 --full           # pytest's full report of each failed check
     python course/check.py A3 --dir ../a3-student
 
 The checks import the code in --dir (default: the repository this file sits in). A failed
 check is reported in a few lines: what it checks, what it expected and got, and which
-function to look at. The run trains the assignment's model (its minutes: assignments.toml) and passes
-when its samples of the seen compositions are read right often enough. Python 3.11 or newer.
+function to look at. The run trains the assignment's model (a real training run, far longer
+than the checks) and passes when its samples of the seen compositions (A10: of 1 to 3 objects
+asked) are read right often enough (READINGS). Python 3.11 or newer.
 """
 import argparse
 import ast
@@ -21,12 +22,19 @@ import time
 try:
     import tomllib
 except ModuleNotFoundError:
-    sys.exit(f"the course kit needs Python 3.11 or newer (it reads course/assignments.toml with tomllib); "
-             f"this is Python {sys.version.split()[0]}")
+    sys.exit("the course kit needs Python 3.11 or newer (it reads course/assignments.toml with "
+             f"tomllib); this is Python {sys.version.split()[0]}")
 
 COURSE = os.path.dirname(os.path.abspath(__file__))
 SEEN = ("000", "001", "010", "100")
-TASK = "TASK.md"                                # the task sheet make_student.py writes into a student copy
+# What a run's reading reads, and what "right" means there: the --run verdict and the task sheet
+SEEN_SAMPLES = "of the four seen compositions"
+READINGS = {"acc": (SEEN_SAMPLES,
+                    "composed: one legible object, with the right shape, colour and size"),
+            "probe_acc": (SEEN_SAMPLES, "the linear probe names the right shape, colour and size"),
+            "trained": ("asked for 1 to 3 objects, as in training",
+                        "exactly the asked discs, each at its location")}
+TASK = "TASK.md"                      # the task sheet make_student.py writes into a student copy
 
 
 def load_assignments():
@@ -35,12 +43,12 @@ def load_assignments():
 
 
 def checks_of(assignment):
-    """[(test name, the check in words, the assignment's functions it calls)] from its check file,
-    in file order; a check that calls none of them by name is said to look at all of them."""
+    """[(test name, the check in words, the assignment's functions it calls)] from its check
+    file, in file order; a check that calls none of them by name is said to look at all."""
     with open(os.path.join(os.path.dirname(COURSE), assignment["checks"])) as f:
         tree = ast.parse(f.read())
     parts = {spec: {p for p in spec.split("::")[1].split(".") if not p.startswith("__")}
-             for spec in assignment["functions"]}                         # Block.__init__ -> {Block}
+             for spec in assignment["functions"]}                   # Block.__init__ -> {Block}
     checks = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
@@ -48,7 +56,7 @@ def checks_of(assignment):
                      if isinstance(n, (ast.Attribute, ast.Name))}
             called = [spec for spec, wanted in parts.items() if names & wanted] or list(parts)
             words = node.name[len("test_"):].replace("_", " ")
-            for spec in assignment["functions"]:                          # mask ratio -> mask_ratio
+            for spec in assignment["functions"]:                    # mask ratio -> mask_ratio
                 name = spec.split("::")[1].split(".")[-1]
                 words = words.replace(name.replace("_", " "), name)
             checks.append((node.name, words, called))
@@ -58,9 +66,9 @@ def checks_of(assignment):
 def run_checks(name, assignment, folder, full=False):
     environment = dict(os.environ, COURSE_DIR=folder)
     brief = [] if full else ["--brief", "--tb=no", "-rN", "--disable-warnings"]
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *brief, "-m", name.lower(),
-               os.path.join(os.path.dirname(COURSE), assignment["checks"])]
-    return subprocess.run(command, cwd=folder, env=environment).returncode
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *brief,
+               "-m", name.lower(), os.path.join(os.path.dirname(COURSE), assignment["checks"])]
+    return subprocess.run(command, cwd=folder, env=environment, check=False).returncode
 
 
 def training_run(name, assignment, folder):
@@ -68,27 +76,33 @@ def training_run(name, assignment, folder):
     script, *arguments = assignment["run"]["command"].split()
     out = os.path.join(folder, "runs", f"course-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
     print(f"{name}: python {assignment['run']['command']} --out {out}", flush=True)
-    if subprocess.run([sys.executable, script, *arguments, "--out", out], cwd=folder).returncode != 0:
+    trained = subprocess.run([sys.executable, script, *arguments, "--out", out], cwd=folder,
+                             check=False)
+    if trained.returncode != 0:
         return None
     with open(os.path.join(out, "metrics.jsonl")) as f:
         last = [json.loads(line) for line in f][-1]
     reading = assignment["run"]["reading"]
-    if not isinstance(last[reading], dict):                   # objects.py: one number, its trained counts
+    if not isinstance(last[reading], dict):         # objects.py: one number, its trained counts
         return last[reading]
     return sum(last[reading][code] for code in SEEN) / len(SEEN)
 
 
 def main(argv=None):
     assignments = load_assignments()
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("assignment", choices=list(assignments))
-    parser.add_argument("--dir", default=os.path.dirname(COURSE), help="the repository (or student copy) to check")
+    parser.add_argument("--dir", default=os.path.dirname(COURSE),
+                        help="the repository (or student copy) to check")
     parser.add_argument("--run", action="store_true", help="add the short training run")
-    parser.add_argument("--full", action="store_true", help="pytest's full report (traceback, values) of each failure")
+    parser.add_argument("--full", action="store_true",
+                        help="pytest's full report (traceback, values) of each failure")
     args = parser.parse_args(argv)
     folder = os.path.abspath(args.dir)
     if not os.path.isfile(os.path.join(folder, "data.py")):
-        parser.error(f"--dir {args.dir}: no data.py there; give the repository or a student copy")
+        parser.error(f"--dir {args.dir}: no data.py there; "
+                     "give the repository or a student copy")
     assignment = assignments[args.assignment]
     status = run_checks(args.assignment, assignment, folder, args.full)
     if status != 0 or not args.run:
@@ -99,8 +113,8 @@ def main(argv=None):
         print(f"{args.assignment}: the training run failed (see its error above)")
         return 1
     verdict = "pass" if seen >= mark else "not yet"
-    print(f"{args.assignment}: seen compositions read right ({reading}): {100 * seen:.1f}% "
-          f"(pass mark {100 * mark:.0f}%): {verdict}")
+    print(f"{args.assignment}: samples {READINGS[reading][0]} read right ({reading}): "
+          f"{100 * seen:.1f}% (pass mark {100 * mark:.0f}%): {verdict}")
     return 0 if seen >= mark else 1
 
 

@@ -26,7 +26,8 @@ FAILED = []                                 # (check in words, where to look, me
 
 
 def pytest_addoption(parser):
-    parser.addoption("--brief", action="store_true", help="a few lines for each failed check (course/check.py)")
+    parser.addoption("--brief", action="store_true",
+                     help="a few lines for each failed check (course/check.py)")
 
 
 def pytest_configure(config):
@@ -38,7 +39,8 @@ def wrap(text):
     """text in at most LINES lines of WIDTH characters, cut short with ' ...' beyond."""
     lines = textwrap.wrap(" ".join(text.split()), WIDTH) or ["(no message)"]
     if len(lines) > LINES:
-        lines = lines[:LINES - 1] + [textwrap.shorten(" ".join(lines[LINES - 1:]), WIDTH, placeholder=" ...")]
+        rest = textwrap.shorten(" ".join(lines[LINES - 1:]), WIDTH, placeholder=" ...")
+        lines = [*lines[:LINES - 1], rest]
     return lines
 
 
@@ -49,14 +51,15 @@ def message(excinfo):
     if isinstance(error, NotImplementedError) and blanked:
         return [f"not written yet: {blanked.group(1)}"]
     text = str(error).strip()
-    if isinstance(error, AssertionError):                                 # "message\nassert ...": the message
+    if isinstance(error, AssertionError):               # "message\nassert ...": the message
         return wrap(re.split(r"(?:^|\n)assert ", text)[0] or text.splitlines()[0])
     mine = [entry for entry in excinfo.traceback if str(entry.path).startswith(ROOT + os.sep)
             and not str(entry.path).startswith(os.path.dirname(HERE) + os.sep)]
     where = ""
-    if mine:                                                              # the student's line that raised
+    if mine:                                                # the student's line that raised
         entry = mine[-1]
-        where = f" (raised at {os.path.relpath(entry.path, ROOT)} line {entry.lineno + 1}, in {entry.name})"
+        where = (f" (raised at {os.path.relpath(entry.path, ROOT)} line {entry.lineno + 1}, "
+                 f"in {entry.name})")
     return wrap(f"{type(error).__name__}: {text}{where}")
 
 
@@ -65,9 +68,10 @@ def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
     if report.failed and call.excinfo is not None and item.config.getoption("brief"):
         name = next((name for name in ASSIGNMENTS if item.get_closest_marker(name.lower())), None)
-        checks = {test: (words, look) for test, words, look in check.checks_of(ASSIGNMENTS[name])} if name else {}
+        found = check.checks_of(ASSIGNMENTS[name]) if name else []
+        checks = {test: (words, look) for test, words, look in found}
         words, look = checks.get(item.originalname, (item.name, []))
-        if hasattr(item, "callspec"):                                     # a parametrized check: which case
+        if hasattr(item, "callspec"):                       # a parametrized check: which case
             words += f" [{item.callspec.id}]"
         FAILED.append((words, look, message(call.excinfo)))
 
@@ -75,9 +79,11 @@ def pytest_runtest_makereport(item, call):
 def pytest_collectreport(report):
     if report.failed:                                                     # the code does not import
         text = str(report.longrepr)
-        error = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")][-1:] or ["an error"]
-        places = [(os.path.abspath(path or relative), line or relative_line) for path, line, relative, relative_line
-                  in re.findall(r'File "(.+?)", line (\d+)|^(\S+\.py):(\d+): in', text, re.M)]
+        error = ([line[1:].strip() for line in text.splitlines() if line.startswith("E ")][-1:]
+                 or ["an error"])
+        found = re.findall(r'File "(.+?)", line (\d+)|^(\S+\.py):(\d+): in', text, re.MULTILINE)
+        places = [(os.path.abspath(path or relative), line or relative_line)
+                  for path, line, relative, relative_line in found]
         mine = [(path, line) for path, line in places if path.startswith(ROOT + os.sep)
                 and not path.startswith(os.path.dirname(HERE) + os.sep)]
         where = f" (at {os.path.relpath(mine[-1][0], ROOT)} line {mine[-1][1]})" if mine else ""
@@ -95,5 +101,6 @@ def pytest_terminal_summary(terminalreporter, config):
         if look and not lines[0].startswith("not written yet"):
             write(f"    look at {', '.join(look)}")
     name = config.getoption("markexpr").upper() or "A?"                # check.py selects by marker
-    sheet = f"{check.TASK} says what each check wants; " if os.path.isfile(os.path.join(ROOT, check.TASK)) else ""
+    has_sheet = os.path.isfile(os.path.join(ROOT, check.TASK))
+    sheet = f"{check.TASK} says what each check wants; " if has_sheet else ""
     write(f"{sheet}every failure in full: python course/check.py {name} --full")

@@ -3,6 +3,7 @@
 The checks read what your functions return, not how you draw your random numbers: the
 masks are judged by their statistics over thousands of rows, the loss against the stub
 model's own record of what it was shown."""
+import itertools
 import math
 
 import pytest
@@ -19,13 +20,16 @@ def test_mask_ratio_is_the_schedule_at_its_ends_and_between():
     r = torch.tensor([0.0, 1 / 3, 0.5, 1.0])
     got = maskgit.mask_ratio(r)
     want = torch.tensor([1.0, math.cos(math.pi / 6), math.cos(math.pi / 4), 0.0])
-    assert got.shape == r.shape, f"mask_ratio keeps the shape of r: expected {tuple(r.shape)}, got {tuple(got.shape)}"
-    assert torch.allclose(got, want, atol=1e-6), f"gamma(r) = cos(pi r / 2): expected {want.tolist()}, got {got.tolist()}"
+    assert got.shape == r.shape, \
+        f"mask_ratio keeps the shape of r: expected {tuple(r.shape)}, got {tuple(got.shape)}"
+    assert torch.allclose(got, want, atol=1e-6), \
+        f"gamma(r) = cos(pi r / 2): expected {want.tolist()}, got {got.tolist()}"
     dense = maskgit.mask_ratio(torch.linspace(0, 1, 101))
     assert (dense[1:] <= dense[:-1]).all(), "gamma(r) must fall as r goes from 0 to 1"
     linear = maskgit.mask_ratio(r, "linear")
     assert torch.allclose(linear, 1 - r, atol=1e-6), \
-        f"with schedule='linear', gamma(r) = 1 - r: expected {(1 - r).tolist()}, got {linear.tolist()}"
+        f"with schedule='linear', gamma(r) = 1 - r: expected {(1 - r).tolist()}, got " \
+        f"{linear.tolist()}"
 
 
 def test_random_mask_hides_a_cosine_share_of_random_positions():
@@ -33,17 +37,35 @@ def test_random_mask_hides_a_cosine_share_of_random_positions():
     mask = maskgit.random_mask(4000, TOKENS, generator)
     assert mask.shape == (4000, TOKENS) and mask.dtype == torch.bool, \
         f"expected a (4000, {TOKENS}) bool tensor, got {tuple(mask.shape)} {mask.dtype}"
-    assert mask.sum(1).min() >= 1, "every row must hide at least one position (there is nothing to learn otherwise)"
+    empty = int((mask.sum(1) == 0).sum())
+    assert empty == 0, \
+        f"{empty} of 4000 rows hide no position: a row hides ceil(gamma(r) T) of its T " \
+        "positions, rounded up, so at least one while r < 1; rounded down it hides none once " \
+        "gamma(r) T < 1, rounded to the nearest once it is < 1/2"
     # E[ceil(T cos(pi r / 2))] / T for r ~ U(0, 1): 2/pi, plus about half a token for the ceiling
-    share = mask.float().mean().item()
-    assert abs(share - (2 / math.pi + 0.5 / TOKENS)) < 0.02, \
-        f"with r ~ U(0, 1), about {2 / math.pi + 0.5 / TOKENS:.3f} of positions are hidden on average; got {share:.3f}"
+    share, want = mask.float().mean().item(), 2 / math.pi + 0.5 / TOKENS
+    assert abs(share - want) < 0.02, \
+        f"with r ~ U(0, 1), about {want:.3f} of positions are hidden on average; got {share:.3f}"
     counts = mask.sum(1).float()
-    assert (counts == TOKENS).float().mean() > 0.01 and (counts <= 8).float().mean() > 0.05, \
-        "the number hidden must vary from row to row, from a few to all (r is drawn per row)"
+    # ceil(T gamma(r)) = T exactly when T cos(pi r / 2) > T - 1, i.e. r < 2/pi acos(1 - 1/T)
+    below = 2 / math.pi * math.acos(1 - 1 / TOKENS)
+    nearest = 2 / math.pi * math.acos(1 - 0.5 / TOKENS)            # round(T gamma(r)) = T below it
+    whole = (counts == TOKENS).float().mean().item()
+    assert abs(whole - below) < 0.025, \
+        f"a row hides ceil(gamma(r) T) of its T = {TOKENS} positions, rounded up: all {TOKENS} " \
+        f"when r < {below:.3f}, in {below:.1%} of rows; got {whole:.1%} (rounded down, a row " \
+        f"hides all only at r = 0; rounded to the nearest, when r < {nearest:.3f})"
+    # P(ceil(T gamma(r)) <= k) = P(r >= 2/pi acos(k / T)); r drawn once per row
+    k = torch.arange(TOKENS + 1).float()
+    expected = 1 - 2 / math.pi * torch.acos(k / TOKENS)
+    got = (counts[:, None] <= k).float().mean(0)
+    worst = int((got - expected).abs().argmax())
+    assert (got - expected).abs().max() < 0.04, \
+        f"the count per row is ceil(gamma(r) T), r ~ U(0, 1) drawn for each row: at most {worst} " \
+        f"hidden in {expected[worst]:.1%} of rows expected, got {got[worst]:.1%}"
     per_position = mask.float().mean(0)
     assert (per_position - share).abs().max() < 0.05, \
-        "every position must be equally likely to be hidden; some positions are hidden far more than others"
+        "every position must be equally likely to be hidden; some are hidden far more than others"
 
 
 class RecordingModel(torch.nn.Module):
@@ -52,7 +74,8 @@ class RecordingModel(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.mask_id = VOCAB
-        self.table = torch.nn.Parameter(torch.randn(TOKENS, VOCAB, generator=torch.Generator().manual_seed(1)))
+        table = torch.randn(TOKENS, VOCAB, generator=torch.Generator().manual_seed(1))
+        self.table = torch.nn.Parameter(table)
         self.shown = []
 
     def forward(self, ids, values, present):
@@ -68,15 +91,37 @@ def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_only():
     assert len(model.shown) == 1, f"expected one call of the model, got {len(model.shown)}"
     shown = model.shown[0]
     hidden = shown == VOCAB
-    assert hidden.any(1).all(), "every row the model sees must have [MASK] (id model.mask_id) somewhere"
+    assert hidden.any(1).all(), \
+        "every row the model sees must have [MASK] (id model.mask_id) somewhere"
     assert torch.equal(shown[~hidden], ids[~hidden]), "the visible positions must show the true ids"
     logits = model.table.expand(32, -1, -1) + 0.1 * shown[..., None].float()
     want = F.cross_entropy(logits[hidden], ids[hidden])
     assert loss.shape == (), f"the loss is one number, got shape {tuple(loss.shape)}"
     assert torch.allclose(loss, want, rtol=1e-5), \
-        f"expected the mean cross-entropy over the hidden positions, {want.item():.5f}; got {loss.item():.5f}"
+        f"expected the mean cross-entropy over the hidden positions, {want.item():.5f}; got " \
+        f"{loss.item():.5f}"
     loss.backward()
-    assert model.table.grad is not None and model.table.grad.abs().sum() > 0, "the loss must reach the model"
+    assert model.table.grad is not None and model.table.grad.abs().sum() > 0, \
+        "the loss must reach the model"
+
+
+def test_masked_loss_smooths_its_targets_by_label_smoothing():
+    model = RecordingModel()
+    ids = torch.randint(VOCAB, (32, TOKENS), generator=torch.Generator().manual_seed(2))
+    values, present = torch.zeros(32, 7), torch.ones(32, 4, dtype=torch.bool)
+    for smoothing in (0.1, 0.3):
+        model.shown.clear()
+        loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(3),
+                                   label_smoothing=smoothing)
+        shown = model.shown[-1]
+        hidden = shown == VOCAB
+        logits = model.table.expand(32, -1, -1) + 0.1 * shown[..., None].float()
+        want = F.cross_entropy(logits[hidden], ids[hidden], label_smoothing=smoothing)
+        plain = F.cross_entropy(logits[hidden], ids[hidden])
+        assert torch.allclose(loss, want, rtol=1e-5), \
+            f"label_smoothing={smoothing} moves {smoothing} of each target's mass evenly over " \
+            f"the {VOCAB} ids: expected {want.item():.5f} over the hidden positions, got " \
+            f"{loss.item():.5f} (without smoothing: {plain.item():.5f})"
 
 
 def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one():
@@ -84,21 +129,27 @@ def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one()
     masked = torch.ones(2, TOKENS, dtype=torch.bool)
     first = maskgit.remask_count(0, steps, TOKENS, masked)
     want = math.floor(math.cos(math.pi / 2 / steps) * TOKENS)
-    assert first == want, f"after step 0 of {steps}, floor(gamma(1/{steps}) T) = {want} stay hidden; got {first}"
-    assert maskgit.remask_count(steps - 1, steps, TOKENS, masked) == 0, "nothing stays hidden after the last step"
+    assert first == want, \
+        f"after step 0 of {steps}, floor(gamma(1/{steps}) T) = {want} stay hidden; got {first}"
+    assert maskgit.remask_count(steps - 1, steps, TOKENS, masked) == 0, \
+        "nothing stays hidden after the last step"
     few = torch.zeros(2, TOKENS, dtype=torch.bool)
-    few[:, :3] = True                                                        # 3 hidden, the schedule asks for more
+    few[:, :3] = True                                         # 3 hidden, the schedule asks for more
     got = maskgit.remask_count(1, steps, TOKENS, few)
-    assert got == 2, f"with 3 hidden now, at most 2 may stay hidden (every step commits a token); got {got}"
+    assert got == 2, \
+        f"with 3 hidden now, at most 2 may stay hidden (every step commits a token); got {got}"
     got = maskgit.remask_count(1, steps, TOKENS, torch.zeros(2, TOKENS, dtype=torch.bool))
-    assert got == 0, f"with none hidden (more steps than tokens), none stays hidden, not a negative count; got {got}"
+    assert got == 0, \
+        "with none hidden (more steps than tokens), none stays hidden, not a negative count; " \
+        f"got {got}"
     hidden, counts = masked.clone(), []
     for s in range(steps):                                                   # a whole decode
         counts.append(maskgit.remask_count(s, steps, TOKENS, hidden))
         hidden = torch.zeros_like(hidden)
         hidden[:, :counts[-1]] = True
-    assert all(a > b for a, b in zip(counts, counts[1:])) and counts[-1] == 0, \
+    assert all(a > b for a, b in itertools.pairwise(counts)) and counts[-1] == 0, \
         f"the hidden count must fall at every step to 0; got {counts}"
     linear = [maskgit.remask_count(s, steps, TOKENS, masked, "linear") for s in range(steps)]
     want = [TOKENS * (steps - 1 - s) // steps for s in range(steps)]
-    assert linear == want, f"with schedule='linear', floor((1 - (s+1)/S) T) stay hidden: expected {want}, got {linear}"
+    assert linear == want, \
+        f"with schedule='linear', floor((1 - (s+1)/S) T) stay hidden: expected {want}, got {linear}"

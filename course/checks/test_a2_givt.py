@@ -33,22 +33,26 @@ def test_log_density_matches_the_mixture_of_diagonal_gaussians():
     x = torch.randn(5, 3, 6, generator=torch.Generator().manual_seed(1))
     got = givt.log_density(x, log_weights, means, scales)
     want = reference(x, log_weights, means, scales)
-    assert got.shape == (5, 3), f"one log-density per token: expected shape (5, 3), got {tuple(got.shape)}"
+    assert got.shape == (5, 3), \
+        f"one log-density per token: expected shape (5, 3), got {tuple(got.shape)}"
     assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-4), \
-        f"log p(x) = logsumexp_k [log pi_k + sum_d log N(x_d; mu_kd, sigma_kd^2)]: expected {want[0].tolist()}, " \
-        f"got {got[0].tolist()} (first row)"
+        "log p(x) = logsumexp_k [log pi_k + sum_d log N(x_d; mu_kd, sigma_kd^2)]: expected " \
+        f"{want[0].tolist()}, got {got[0].tolist()} (first row)"
 
 
 def test_log_density_is_finite_and_right_where_exponentials_underflow():
-    log_weights, means, scales = mixture((4,), 3, 48, seed=2, scale=1e-3)   # sigma ~ 0.0002 .. 0.0012
-    x = means[:, 0] + 0.05                                                   # dozens of sigmas from every mean
+    log_weights, means, scales = mixture((4,), 3, 48, seed=2, scale=1e-3)  # sigma 0.0002..0.0012
+    x = means[:, 0] + 0.05                                        # dozens of sigmas from every mean
     got = givt.log_density(x, log_weights, means, scales)
     want = reference(x, log_weights, means, scales)
     assert torch.isfinite(got).all(), \
-        f"log p(x) must stay finite when every component's density underflows in float32 (use logsumexp); got {got.tolist()}"
-    assert torch.allclose(got.double(), want, rtol=1e-4), f"expected {want.tolist()}, got {got.tolist()}"
-    near = givt.log_density(means[:, 1], log_weights, means, scales)        # at a mean: a huge density
-    assert torch.isfinite(near).all() and (near > 0).all(), "a tiny scale gives a large, finite, positive log-density"
+        "log p(x) must stay finite when every component's density underflows in float32 (use " \
+        f"logsumexp); got {got.tolist()}"
+    assert torch.allclose(got.double(), want, rtol=1e-4), \
+        f"expected {want.tolist()}, got {got.tolist()}"
+    near = givt.log_density(means[:, 1], log_weights, means, scales)     # at a mean: a huge density
+    assert torch.isfinite(near).all() and (near > 0).all(), \
+        "a tiny scale gives a large, finite, positive log-density"
 
 
 class StubGIVT(torch.nn.Module):
@@ -65,8 +69,8 @@ class StubGIVT(torch.nn.Module):
     def forward(self, x, mask, values, present):
         self.masks.append(mask.clone())
         b, t = mask.shape
-        expand = lambda p: p.expand(b, t, *p.shape)
-        return expand(self.logits.log_softmax(-1)), expand(self.means), expand(self.log_scales.exp())
+        return tuple(p.expand(b, t, *p.shape)
+                     for p in (self.logits.log_softmax(-1), self.means, self.log_scales.exp()))
 
 
 def test_masked_loss_is_the_hidden_tokens_nll_per_value():
@@ -78,10 +82,11 @@ def test_masked_loss_is_the_hidden_tokens_nll_per_value():
     mask = model.masks[0]
     assert mask.shape == (16, 64) and mask.dtype == torch.bool and mask.any(1).all(), \
         "the model must get a (B, T) bool mask that hides at least one token per row"
-    want = -reference(x[mask], model.logits.log_softmax(-1), model.means, model.log_scales.exp()).mean() / 5
+    log_weights, scales = model.logits.log_softmax(-1), model.log_scales.exp()
+    want = -reference(x[mask], log_weights, model.means, scales).mean() / 5
     assert torch.allclose(loss.double(), want, rtol=1e-4), \
-        f"expected the mean negative log-likelihood of the hidden tokens per token value (divided by C = 5), " \
-        f"{want.item():.5f}; got {loss.item():.5f}"
+        f"expected the mean negative log-likelihood of the hidden tokens per token value " \
+        f"(divided by C = 5), {want.item():.5f}; got {loss.item():.5f}"
     loss.backward()
     assert model.means.grad.abs().sum() > 0, "the loss must reach the mixture's parameters"
     assert not math.isnan(loss.item())

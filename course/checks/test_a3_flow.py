@@ -1,8 +1,10 @@
 """A3, dit.py: noisy, flow_loss and sample (rectified flow, x_0 prediction).
 
-Convention (dit.py's comment block): x_t = (1 - t) x_0 + t eps; t = 0 is the image, t = 1
-the noise. The stub models remember what they were shown, so the checks read the t and
+Convention (the hint in TASK.md): t = 0 is the image, t = 1 the noise, a straight path
+between them. The stub models remember what they were shown, so the checks read the t and
 eps you drew from your own x_t, whatever order you drew them in."""
+import itertools
+
 import pytest
 import torch
 
@@ -16,10 +18,12 @@ def test_noisy_is_the_straight_path_from_image_to_noise():
     x_0, eps = torch.randn(3, 4, 5, generator=generator), torch.randn(3, 4, 5, generator=generator)
     t = torch.tensor([0.0, 0.25, 1.0])
     got = dit.noisy(x_0, t, eps)
-    assert got.shape == x_0.shape, f"x_t has the shape of x_0 {tuple(x_0.shape)}, got {tuple(got.shape)}"
+    assert got.shape == x_0.shape, \
+        f"x_t has the shape of x_0 {tuple(x_0.shape)}, got {tuple(got.shape)}"
     assert torch.allclose(got[0], x_0[0], atol=1e-6), "at t = 0, x_t is the image x_0"
     assert torch.allclose(got[2], eps[2], atol=1e-6), "at t = 1, x_t is the noise eps"
-    assert torch.allclose(got[1], 0.75 * x_0[1] + 0.25 * eps[1], atol=1e-6), "at t = 0.25, x_t = 0.75 x_0 + 0.25 eps"
+    assert torch.allclose(got[1], 0.75 * x_0[1] + 0.25 * eps[1], atol=1e-6), \
+        "at t = 0.25, x_t = 0.75 x_0 + 0.25 eps"
 
 
 class RecordingDiT(torch.nn.Module):
@@ -27,7 +31,8 @@ class RecordingDiT(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.a, self.b = torch.nn.Parameter(torch.tensor(0.3)), torch.nn.Parameter(torch.tensor(0.1))
+        self.a = torch.nn.Parameter(torch.tensor(0.3))
+        self.b = torch.nn.Parameter(torch.tensor(0.1))
         self.calls = []
 
     def forward(self, x_t, t, values, present):
@@ -43,31 +48,56 @@ def test_flow_loss_draws_t_and_eps_and_weighs_the_x0_error_as_a_velocity_error()
     assert len(model.calls) == 1, f"expected one call of the model, got {len(model.calls)}"
     x_t, t = model.calls[0]
     assert t.shape == (4096,), f"one t per image: expected shape (4096,), got {tuple(t.shape)}"
-    logit = torch.log(t / (1 - t))                                          # the default: logit-normal
+    logit = torch.log(t / (1 - t))                                       # the default: logit-normal
     assert 0 < t.min() and t.max() < 1 \
         and abs(logit.mean().item() - 0.8) < 0.05 and abs(logit.std().item() - 0.8) < 0.05, \
-        f"t = draw_time(n, 'logit-normal', generator): logit(t) ~ N(0.8, 0.8^2) expected; got mean " \
-        f"{logit.mean():.3f}, std {logit.std():.3f}"
-    away = t > 0.05                                                          # eps = (x_t - (1 - t) x_0) / t
+        f"t = draw_time(n, 'logit-normal', generator): logit(t) ~ N(0.8, 0.8^2) expected; got " \
+        f"mean {logit.mean():.3f}, std {logit.std():.3f}"
+    away = t > 0.05                                                  # eps = (x_t - (1 - t) x_0) / t
     eps = (x_t[away] - (1 - t[away, None, None]) * x_0[away]) / t[away, None, None]
     assert abs(eps.mean().item()) < 0.03 and abs(eps.std().item() - 1) < 0.03, \
-        f"x_t = (1 - t) x_0 + t eps with eps ~ N(0, 1); the eps read back has mean {eps.mean():.3f}, std {eps.std():.3f}"
+        "x_t = (1 - t) x_0 + t eps with eps ~ N(0, 1); the eps read back has mean " \
+        f"{eps.mean():.3f}, std {eps.std():.3f}"
     x0_hat = x_t * 0.3 + 0.1
     want = ((x0_hat - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
     assert torch.allclose(loss, want, rtol=1e-4), \
-        f"loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2 (the velocity error): expected {want.item():.5f}, " \
-        f"got {loss.item():.5f}"
+        "loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2 (the velocity error): expected " \
+        f"{want.item():.5f}, got {loss.item():.5f}"
     loss.backward()
     assert model.a.grad is not None and model.a.grad != 0, "the loss must reach the model"
-    uniform = RecordingDiT()                                                # about 5% of t below the floor
-    loss = dit.flow_loss(uniform, x_0, values, present, torch.Generator().manual_seed(2), time_dist="uniform")
+    uniform = RecordingDiT()                                         # about 5% of t below the floor
+    loss = dit.flow_loss(uniform, x_0, values, present, torch.Generator().manual_seed(2),
+                         time_dist="uniform")
     x_t, t = uniform.calls[0]
     assert abs(t.mean().item() - 0.5) < 0.03 and abs(t.std().item() - 0.2887) < 0.02, \
-        f"time_dist='uniform': t ~ U(0, 1), mean 0.5 and std 0.289 expected; got mean {t.mean():.3f}, std {t.std():.3f}"
+        "time_dist='uniform': t ~ U(0, 1), mean 0.5 and std 0.289 expected; got mean " \
+        f"{t.mean():.3f}, std {t.std():.3f}"
     want = ((x_t * 0.3 + 0.1 - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
     assert torch.allclose(loss, want, rtol=1e-4), \
-        f"time_dist='uniform': loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2: expected {want.item():.5f}, " \
-        f"got {loss.item():.5f}"
+        "time_dist='uniform': loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2: expected " \
+        f"{want.item():.5f}, got {loss.item():.5f}"
+
+
+def test_flow_loss_draws_only_from_the_generator_it_is_given():
+    """A run saves its generator in each checkpoint and --resume restores it: a draw from torch's
+    global random state instead is not restored, and the resumed run trains on other noise."""
+    x_0 = torch.rand(64, 2, 3, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    values, present = torch.zeros(64, 7), torch.ones(64, 4, dtype=torch.bool)
+    shown, untouched = [], []
+    with torch.random.fork_rng(devices=[]):                                 # the global state
+        for seed in (0, 1):
+            torch.manual_seed(seed)
+            before, model = torch.get_rng_state(), RecordingDiT()
+            dit.flow_loss(model, x_0, values, present, torch.Generator().manual_seed(2))
+            shown.append(model.calls[0])
+            untouched.append(torch.equal(before, torch.get_rng_state()))
+    (x_t, t), (other_x_t, other_t) = shown
+    changed = [name for name, a, b in (("t", t, other_t), ("x_t", x_t, other_x_t))
+               if not torch.equal(a, b)]
+    said = f"{' and '.join(changed)} changed" if changed else "torch's global random state moved"
+    assert not changed and all(untouched), \
+        "draw t and eps with the generator flow_loss is given (the run's, saved for --resume): " \
+        f"with the same generator and another torch.manual_seed, {said}"
 
 
 class ConstantDiT(torch.nn.Module):
@@ -75,7 +105,7 @@ class ConstantDiT(torch.nn.Module):
 
     def __init__(self, target):
         super().__init__()
-        self.dummy = torch.nn.Parameter(torch.zeros(()))                     # so the sampler finds a device
+        self.dummy = torch.nn.Parameter(torch.zeros(()))             # so the sampler finds a device
         self.target, self.calls = target, []
 
     def forward(self, x_t, t, values, present):
@@ -91,12 +121,17 @@ def test_sample_integrates_from_noise_to_the_predicted_image_along_a_straight_li
     assert out.shape == (5, 64, 3), f"expected (5, 64, 3) tokens, got {tuple(out.shape)}"
     assert len(model.calls) == 10, f"10 Euler steps call the model 10 times; got {len(model.calls)}"
     times = [float(t[0]) for _, t in model.calls]
-    assert abs(times[0] - 1) < 1e-6 and abs(times[-1] - 0.1) < 1e-6 and all(a > b for a, b in zip(times, times[1:])), \
-        f"the sampler starts at t = 1 (noise) and steps down evenly to t = 1/10; got t = {[round(t, 3) for t in times]}"
+    falling = all(a > b for a, b in itertools.pairwise(times))
+    assert abs(times[0] - 1) < 1e-6 and abs(times[-1] - 0.1) < 1e-6 and falling, \
+        "the sampler starts at t = 1 (noise) and steps down evenly to t = 1/10; got t = " \
+        f"{[round(t, 3) for t in times]}"
     noise = model.calls[0][0]
-    assert abs(noise.std().item() - 1) < 0.15, f"x_1 is standard normal noise; its std is {noise.std():.3f}"
-    for x_t, t in model.calls:                                               # the straight path to the target
+    assert abs(noise.std().item() - 1) < 0.15, \
+        f"x_1 is standard normal noise; its std is {noise.std():.3f}"
+    for x_t, t in model.calls:                                     # the straight path to the target
         expected = t[0] * noise + (1 - t[0]) * target
         assert torch.allclose(x_t, expected, atol=1e-4), \
-            f"with a model that always predicts the same x_0, x_t = t x_1 + (1 - t) x_0 exactly; wrong at t = {t[0]:.2f}"
-    assert torch.allclose(out, target.expand_as(out), atol=1e-4), "at t = 0 the sampler must land on the predicted x_0"
+            "with a model that always predicts the same x_0, x_t = t x_1 + (1 - t) x_0 " \
+            f"exactly; wrong at t = {t[0]:.2f}"
+    assert torch.allclose(out, target.expand_as(out), atol=1e-4), \
+        "at t = 0 the sampler must land on the predicted x_0"

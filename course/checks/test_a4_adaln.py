@@ -24,7 +24,8 @@ def test_modulate_shifts_and_scales():
 
 def inputs(seed):
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(3, 10, WIDTH, generator=generator), torch.randn(3, WIDTH, generator=generator)
+    x = torch.randn(3, 10, WIDTH, generator=generator)
+    return x, torch.randn(3, WIDTH, generator=generator)
 
 
 def test_a_new_block_is_the_identity():
@@ -32,34 +33,42 @@ def test_a_new_block_is_the_identity():
     block = dit.Block(WIDTH, HEADS)
     x, c = inputs(1)
     out = block(x, c)
-    assert out.shape == x.shape, f"a block keeps the shape (B, T, D) = {tuple(x.shape)}; got {tuple(out.shape)}"
+    assert out.shape == x.shape, \
+        f"a block keeps the shape (B, T, D) = {tuple(x.shape)}; got {tuple(out.shape)}"
     assert torch.allclose(out, x, atol=1e-6), \
-        "adaLN-Zero: the gates start at zero, so a new block returns its input unchanged, whatever c is"
+        "adaLN-Zero: the gates start at zero, so a new block returns its input unchanged, " \
+        "whatever c is"
 
 
 def test_the_zero_initialised_modulation_still_gets_a_gradient():
     torch.manual_seed(0)
     block = dit.Block(WIDTH, HEADS)
     zeros = {name for name, p in block.named_parameters() if p.abs().sum() == 0}
-    assert zeros, "adaLN-Zero starts the modulation (shift, scale, gate) at zero: no parameter starts at zero here"
+    assert zeros, \
+        "adaLN-Zero starts the modulation (shift, scale, gate) at zero: no parameter starts at " \
+        "zero here"
     x, c = inputs(2)
-    (block(x, c) * torch.randn(x.shape, generator=torch.Generator().manual_seed(3))).sum().backward()
-    alive = [name for name, p in block.named_parameters() if name in zeros and p.grad is not None and p.grad.abs().sum() > 0]
-    assert alive, f"the zero-initialised parameters ({', '.join(sorted(zeros))}) must get a gradient on the first " \
-                  "step: the gates' gradient is the sublayer's output, which is not zero"
-    with torch.no_grad():                                                    # one step on those parameters alone
+    weights = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
+    (block(x, c) * weights).sum().backward()
+    alive = [name for name, p in block.named_parameters()
+             if name in zeros and p.grad is not None and p.grad.abs().sum() > 0]
+    assert alive, \
+        f"the zero-initialised parameters ({', '.join(sorted(zeros))}) must get a gradient on " \
+        "the first step: the gates' gradient is the sublayer's output, which is not zero"
+    with torch.no_grad():                                   # one step on those parameters alone
         for name, p in block.named_parameters():
             if name in alive:
                 p -= 0.025 * p.grad.sign()
     assert not torch.allclose(block(x, c), x, atol=1e-4), \
-        "after one step of the zero-initialised parameters alone, the block must differ from the identity"
+        "after one step of the zero-initialised parameters alone, the block must differ from " \
+        "the identity"
 
 
 def test_a_trained_block_mixes_tokens_and_listens_to_the_condition():
     torch.manual_seed(0)
     block = dit.Block(WIDTH, HEADS)
     with torch.no_grad():
-        for p in block.parameters():                                          # as if trained: nothing zero
+        for p in block.parameters():                              # as if trained: nothing zero
             p.copy_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
     x, c = inputs(4)
     out = block(x, c)
@@ -67,5 +76,8 @@ def test_a_trained_block_mixes_tokens_and_listens_to_the_condition():
     other_token[:, 0] += torch.randn(WIDTH, generator=torch.Generator().manual_seed(5))
     assert not torch.allclose(block(other_token, c)[:, 5], out[:, 5], atol=1e-5), \
         "attention: changing token 0 must change the output at token 5"
-    assert not torch.allclose(block(x, c + torch.randn(WIDTH, generator=torch.Generator().manual_seed(6))), out, atol=1e-5), "the condition c must change the output"
-    assert torch.allclose(block(x[:1], c[:1]), out[:1], atol=1e-5), "each image in the batch is computed on its own"
+    other_c = c + torch.randn(WIDTH, generator=torch.Generator().manual_seed(6))
+    assert not torch.allclose(block(x, other_c), out, atol=1e-5), \
+        "the condition c must change the output"
+    assert torch.allclose(block(x[:1], c[:1]), out[:1], atol=1e-5), \
+        "each image in the batch is computed on its own"

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.a5
 
 def cosine(t):
     """The reference schedule, in float64."""
-    f = lambda u: torch.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
+    def f(u):
+        return torch.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
     return (f(t.double()) / f(torch.zeros_like(t).double())).clamp(min=1e-4)
 
 
@@ -23,12 +24,15 @@ def test_alpha_bar_is_the_cosine_schedule_from_clean_to_noise():
     t = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0])
     got = mar.alpha_bar(t)
     want = cosine(t)
-    assert got.shape == t.shape, f"one alpha_bar per t: expected shape {tuple(t.shape)}, got {tuple(got.shape)}"
+    assert got.shape == t.shape, \
+        f"one alpha_bar per t: expected shape {tuple(t.shape)}, got {tuple(got.shape)}"
     assert torch.allclose(got.double(), want, rtol=1e-5, atol=1e-7), \
-        f"alpha_bar(t) = f(t) / f(0), f(t) = cos^2(pi/2 (t + 0.008) / 1.008), floored at 1e-4: expected " \
+        f"alpha_bar(t) = f(t) / f(0), f(t) = cos^2(pi/2 (t + 0.008) / 1.008), floored at 1e-4: " \
+        "expected " \
         f"{[round(v, 6) for v in want.tolist()]}, got {[round(v, 6) for v in got.tolist()]}"
     dense = mar.alpha_bar(torch.linspace(0, 1, 101))
-    assert (dense[1:] <= dense[:-1]).all(), "alpha_bar must fall from 1 (clean) to its floor (noise)"
+    assert (dense[1:] <= dense[:-1]).all(), \
+        "alpha_bar must fall from 1 (clean) to its floor (noise)"
 
 
 class TaggedMAR(torch.nn.Module):
@@ -59,41 +63,47 @@ def test_masked_loss_noises_each_hidden_token_and_scores_the_predicted_noise():
     x = torch.rand(32, 64, 4, generator=torch.Generator().manual_seed(0)) * 2 - 1
     values, present = torch.zeros(32, 7), torch.ones(32, 4, dtype=torch.bool)
     loss = mar.masked_loss(model, x, values, present, torch.Generator().manual_seed(1), draws=2)
-    assert len(model.masks) == 1 and len(model.calls) == 1, "expected one call of the model and one of its denoiser"
+    assert len(model.masks) == 1 and len(model.calls) == 1, \
+        "expected one call of the model and one of its denoiser"
     mask = model.masks[0]
     x_t, t, z = model.calls[0]
     tags = z[:, 0].long()
     hidden_tags = torch.arange(32 * 64).reshape(32, 64)[mask]
     counts = torch.bincount(tags, minlength=32 * 64)
-    assert torch.equal(counts[hidden_tags], torch.full_like(hidden_tags, 2)) and counts.sum() == 2 * mask.sum(), \
+    twice = torch.equal(counts[hidden_tags], torch.full_like(hidden_tags, 2))
+    assert twice and counts.sum() == 2 * mask.sum(), \
         "the denoiser must see every hidden token (and only those), draws = 2 times each"
-    logit = torch.log(t / (1 - t))                                          # the default: logit-normal
+    logit = torch.log(t / (1 - t))                                       # the default: logit-normal
     assert 0 < t.min() and t.max() < 1 \
         and abs(logit.mean().item() - 0.8) < 0.07 and abs(logit.std().item() - 0.8) < 0.06, \
-        f"t = draw_time(n, 'logit-normal', generator), one per row: logit(t) ~ N(0.8, 0.8^2) expected; got mean " \
-        f"{logit.mean():.3f}, std {logit.std():.3f}"
-    x_0 = x.reshape(-1, 4)[tags]                                             # each row's clean token
+        f"t = draw_time(n, 'logit-normal', generator), one per row: logit(t) ~ N(0.8, 0.8^2) " \
+        f"expected; got mean {logit.mean():.3f}, std {logit.std():.3f}"
+    x_0 = x.reshape(-1, 4)[tags]                                            # each row's clean token
     a = cosine(t).float()[:, None]
-    keep = t < 0.95                                                          # eps = (x_t - sqrt(a) x_0) / sqrt(1 - a)
+    keep = t < 0.95                                        # eps = (x_t - sqrt(a) x_0) / sqrt(1 - a)
     eps = (x_t - a.sqrt() * x_0)[keep] / (1 - a[keep]).sqrt()
     assert abs(eps.mean().item()) < 0.05 and abs(eps.std().item() - 1) < 0.05, \
-        f"x_t = sqrt(alpha_bar) x_0 + sqrt(1 - alpha_bar) eps, eps ~ N(0, 1); the eps read back has mean " \
-        f"{eps.mean():.3f}, std {eps.std():.3f}"
+        f"x_t = sqrt(alpha_bar) x_0 + sqrt(1 - alpha_bar) eps, eps ~ N(0, 1); the eps read back " \
+        f"has mean {eps.mean():.3f}, std {eps.std():.3f}"
     eps_all = (x_t - a.sqrt() * x_0) / (1 - a).sqrt()
     want = ((0.5 * x_t - eps_all) ** 2).mean()
     assert torch.allclose(loss, want, rtol=1e-3), \
-        f"loss = mean ||eps_hat - eps||^2 over the denoiser's rows: expected {want.item():.5f}, got {loss.item():.5f}"
+        f"loss = mean ||eps_hat - eps||^2 over the denoiser's rows: expected {want.item():.5f}, " \
+        f"got {loss.item():.5f}"
     loss.backward()
     assert model.w.grad is not None and model.w.grad != 0, "the loss must reach the denoiser"
     uniform = TaggedMAR()
-    mar.masked_loss(uniform, x, values, present, torch.Generator().manual_seed(1), draws=2, time_dist="uniform")
+    mar.masked_loss(uniform, x, values, present, torch.Generator().manual_seed(1), draws=2,
+                    time_dist="uniform")
     t = uniform.calls[0][1]
     assert abs(t.mean().item() - 0.5) < 0.05 and abs(t.std().item() - 0.2887) < 0.03, \
-        f"time_dist='uniform': t ~ U(0, 1), mean 0.5 and std 0.289 expected; got mean {t.mean():.3f}, std {t.std():.3f}"
+        "time_dist='uniform': t ~ U(0, 1), mean 0.5 and std 0.289 expected; got mean " \
+        f"{t.mean():.3f}, std {t.std():.3f}"
 
 
 class OracleHead(torch.nn.Module):
-    """The exact eps for data that is one point x_0, or Gaussian N(0, s^2), per the reference schedule."""
+    """The exact eps for data that is one point x_0, or Gaussian N(0, s^2), per the reference
+    schedule."""
 
     def __init__(self, x_0=None, s=None):
         super().__init__()
@@ -114,14 +124,19 @@ def test_denoise_lands_on_the_point_the_oracle_knows():
     model = OracleHead(x_0=x_0)
     out = mar.denoise(model, torch.zeros(6, 8), 5, 25, torch.Generator().manual_seed(3))
     assert out.shape == (6, 5), f"one token per row of z: expected (6, 5), got {tuple(out.shape)}"
-    assert len(model.times) == 25 and abs(model.times[0] - 1) < 1e-6 and abs(model.times[-1] - 0.04) < 1e-6, \
-        f"25 steps from t = 1 down to t = 1/25; got {len(model.times)} calls, t from {model.times[0]:.3f} to {model.times[-1]:.3f}"
-    assert torch.allclose(out, x_0, atol=1e-3), "the last step has no noise: it must return x0_hat, here the true x_0"
+    ends = abs(model.times[0] - 1) < 1e-6 and abs(model.times[-1] - 0.04) < 1e-6
+    assert len(model.times) == 25 and ends, \
+        f"25 steps from t = 1 down to t = 1/25; got {len(model.times)} calls, t from " \
+        f"{model.times[0]:.3f} to {model.times[-1]:.3f}"
+    assert torch.allclose(out, x_0, atol=1e-3), \
+        "the last step has no noise: it must return x0_hat, here the true x_0"
 
 
 def test_denoise_samples_the_right_spread():
     model = OracleHead(s=0.5)
-    out = mar.denoise(model, torch.zeros(4000, 8), 2, 300, torch.Generator().manual_seed(4))  # 300 fine steps
+    out = mar.denoise(model, torch.zeros(4000, 8), 2, 300,                 # 300 fine steps
+                      torch.Generator().manual_seed(4))
     assert abs(out.mean().item()) < 0.02 and abs(out.std().item() - 0.5) < 0.02, \
-        f"with the exact noise prediction for data ~ N(0, 0.5^2), DDPM's posterior steps must give std 0.5; " \
+        f"with the exact noise prediction for data ~ N(0, 0.5^2), DDPM's posterior steps must " \
+        "give std 0.5; " \
         f"got mean {out.mean():.3f}, std {out.std():.3f} (check the posterior mean and variance)"

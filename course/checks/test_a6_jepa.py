@@ -17,16 +17,19 @@ VOCAB, WIDTH, DEPTH, LAYERS = 12, 32, 3, [1, 2]
 
 
 def test_target_momentum_rises_from_its_start_to_one():
-    assert jepa_maskgit.target_momentum(0, 1000, 0.996) == pytest.approx(0.996), "at step 0 the momentum is the start value"
-    assert jepa_maskgit.target_momentum(1000, 1000, 0.996) == pytest.approx(1.0), "at the last step the momentum is 1"
-    assert jepa_maskgit.target_momentum(500, 1000, 0.99) == pytest.approx(0.995), "it rises linearly: halfway, 0.995"
+    assert jepa_maskgit.target_momentum(0, 1000, 0.996) == pytest.approx(0.996), \
+        "at step 0 the momentum is the start value"
+    assert jepa_maskgit.target_momentum(1000, 1000, 0.996) == pytest.approx(1.0), \
+        "at the last step the momentum is 1"
+    assert jepa_maskgit.target_momentum(500, 1000, 0.99) == pytest.approx(0.995), \
+        "it rises linearly: halfway, 0.995"
 
 
 @pytest.fixture
 def setting(monkeypatch):
     torch.manual_seed(0)
     model = maskgit.MaskGIT(VOCAB, WIDTH, DEPTH, heads=4)
-    with torch.no_grad():                                                    # a trained-looking model
+    with torch.no_grad():                                                  # a trained-looking model
         for p in model.parameters():
             p.add_(0.1 * torch.randn(p.shape))
     target = copy.deepcopy(model)
@@ -46,31 +49,36 @@ def expected(model, target, predictors, ids, mask, values, present):
     c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
     cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask], ids[mask])
     _, targets = target.hidden_states(ids, values, present)
-    jepa = sum(((predictor(context[layer][mask]) - F.layer_norm(targets[layer][mask], (WIDTH,))) ** 2).mean()
+    jepa = sum(((predictor(context[layer][mask])
+                 - F.layer_norm(targets[layer][mask], (WIDTH,))) ** 2).mean()
                for predictor, layer in zip(predictors, LAYERS)) / len(LAYERS)
     return cross_entropy, jepa
 
 
 def test_both_losses_follow_the_formula(setting):
-    model, target, predictors, ids, mask, values, present = setting
+    model, target, predictors, ids, _, values, present = setting
     cross_entropy, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
                                                    torch.Generator().manual_seed(3), LAYERS)
     want_ce, want_jepa = expected(*setting)
     assert torch.allclose(cross_entropy, want_ce, rtol=1e-5), \
-        f"cross-entropy of the hidden ids given the masked input: expected {want_ce.item():.5f}, got {cross_entropy.item():.5f}"
+        "cross-entropy of the hidden ids given the masked input: expected " \
+        f"{want_ce.item():.5f}, got {cross_entropy.item():.5f}"
     assert torch.allclose(jepa, want_jepa, rtol=1e-5), \
-        f"JEPA loss = mean over layers of || predictor_l(h_l at hidden positions) - LN(target's h_l there) ||^2 " \
+        f"JEPA loss = mean over layers of || predictor_l(h_l at hidden positions) - LN(target's " \
+        "h_l there) ||^2 " \
         f"(mean squared error): expected {want_jepa.item():.5f}, got {jepa.item():.5f}"
 
 
 def test_the_target_gets_no_gradient_and_the_context_model_does(setting):
-    model, target, predictors, ids, mask, values, present = setting
-    target.requires_grad_(True)                                              # so only stop-gradient can protect it
+    model, target, predictors, ids, _, values, present = setting
+    target.requires_grad_(True)                               # so only stop-gradient can protect it
     _, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
                                        torch.Generator().manual_seed(3), LAYERS)
     jepa.backward()
-    leaked = [name for name, p in target.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0]
-    assert not leaked, f"stop-gradient: the target must get no gradient; it got one in {', '.join(leaked[:3])} ..."
+    leaked = [name for name, p in target.named_parameters()
+              if p.grad is not None and p.grad.abs().sum() > 0]
+    assert not leaked, \
+        f"stop-gradient: the target must get no gradient; it got one in {', '.join(leaked[:3])} ..."
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in predictors.parameters()), \
         "every predictor must get a gradient from the JEPA loss"
     assert model.blocks[0].modulation.weight.grad.abs().sum() > 0, \

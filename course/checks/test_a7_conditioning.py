@@ -24,40 +24,53 @@ def test_continuous_gives_the_exact_latents():
     latents = latents_of(["000", "111"], 50, seed=0)
     values, present = data.conditioning(latents, "continuous")
     assert values.shape == (100, 7) and present.shape == (100, 4) and present.dtype == torch.bool, \
-        f"expected values (100, 7) and a bool present (100, 4); got {tuple(values.shape)}, {tuple(present.shape)} {present.dtype}"
+        f"expected values (100, 7) and a bool present (100, 4); got {tuple(values.shape)}, " \
+        f"{tuple(present.shape)} {present.dtype}"
     assert present.all(), "continuous: every group is given"
-    assert torch.allclose(unscale(values), torch.as_tensor(latents, dtype=torch.float32), atol=1e-5), \
+    raw = torch.as_tensor(latents, dtype=torch.float32)
+    assert torch.allclose(unscale(values), raw, atol=1e-5), \
         "continuous: values are the latents, scaled by data._COND_CENTRE and data._COND_SCALE"
 
 
 def test_discrete_keeps_only_the_three_bits():
     latents = latents_of(["011", "011", "100"], 40, seed=1)
     values, present = data.conditioning(latents, "discrete")
-    assert not present[:, 3].any() and present[:, :3].all(), "discrete: shape, colour and size given; position hidden"
+    assert not present[:, 3].any() and present[:, :3].all(), \
+        "discrete: shape, colour and size given; position hidden"
     same = values[:80, :5]
     assert torch.allclose(same, same[:1].expand_as(same), atol=1e-6), \
-        "discrete: two images of the same composition must get the same shape, colour and size values"
-    assert not torch.allclose(values[0, :5], values[-1, :5]), "discrete: different compositions get different values"
+        "discrete: two images of the same composition must get the same shape, colour and size " \
+        "values"
+    assert not torch.allclose(values[0, :5], values[-1, :5]), \
+        "discrete: different compositions get different values"
     colors = unscale(values)[:, 1:4]
-    assert torch.allclose(colors[0], torch.as_tensor(data.CLASS_COLORS[1], dtype=torch.float32), atol=1e-5), \
+    blue = torch.as_tensor(data.CLASS_COLORS[1], dtype=torch.float32)
+    assert torch.allclose(colors[0], blue, atol=1e-5), \
         "discrete: the colour becomes its class colour (data.CLASS_COLORS)"
 
 
 @pytest.mark.parametrize("mode", ["dropout", "discrete-dropout"])
 def test_dropout_hides_each_factor_on_its_own_in_training_only(mode):
     latents = latents_of(["000", "001", "010", "100"], 5000, seed=2)
-    values, present = data.conditioning(latents, mode, 0.3, torch.Generator().manual_seed(3), train=True)
+    values, present = data.conditioning(latents, mode, 0.3, torch.Generator().manual_seed(3),
+                                        train=True)
     hidden = ~present[:, :3]
     share = hidden.float().mean(0)
-    assert (share - 0.3).abs().max() < 0.02, f"{mode}: each of shape, colour, size hidden with p = 0.3; got {share.tolist()}"
+    assert (share - 0.3).abs().max() < 0.02, \
+        f"{mode}: each of shape, colour, size hidden with p = 0.3; got {share.tolist()}"
     both = (hidden[:, 0] & hidden[:, 1]).float().mean().item()
-    assert abs(both - 0.09) < 0.015, f"{mode}: the factors are hidden independently (both: 0.3 x 0.3 = 0.09); got {both:.3f}"
-    base, base_present = data.conditioning(latents, mode.replace("dropout", "").strip("-") or "continuous")
-    assert torch.equal(present[:, 3], base_present[:, 3]), f"{mode}: dropout never touches the position group"
+    assert abs(both - 0.09) < 0.015, \
+        f"{mode}: the factors are hidden independently (both: 0.3 x 0.3 = 0.09); got {both:.3f}"
+    plain = mode.replace("dropout", "").strip("-") or "continuous"        # the mode, no dropout
+    base, base_present = data.conditioning(latents, plain)
+    assert torch.equal(present[:, 3], base_present[:, 3]), \
+        f"{mode}: dropout never touches the position group"
     assert torch.allclose(values[present[:, :3].all(1)], base[present[:, :3].all(1)]), \
         f"{mode}: the values of the given groups are those of the mode without dropout"
-    _, at_sampling = data.conditioning(latents[:100], mode, 0.3, torch.Generator().manual_seed(3), train=False)
-    assert torch.equal(at_sampling, base_present[:100]), f"{mode}: at sampling time (train=False) nothing is hidden"
+    _, at_sampling = data.conditioning(latents[:100], mode, 0.3, torch.Generator().manual_seed(3),
+                                       train=False)
+    assert torch.equal(at_sampling, base_present[:100]), \
+        f"{mode}: at sampling time (train=False) nothing is hidden"
 
 
 def test_an_unknown_mode_is_refused_by_name():

@@ -42,46 +42,59 @@ def test_one_head_is_replaced_and_nothing_else(zero):
             got = attention(h, h, h, need_weights=False)[0]
             other = model.blocks[0].attention(h, h, h, need_weights=False)[0]
         assert torch.allclose(got, project(attention, expected), atol=1e-5), \
-            f"with head 2 of block 1 {'zeroed' if zero else 'at its mean'}, the attention's output must be out_proj of " \
-            "the heads' outputs with that head replaced and the others as they are"
-        assert torch.allclose(other, project(model.blocks[0].attention, inside.head_outputs(model.blocks[0].attention, h)),
-                              atol=1e-5), "block 0 was not asked for: it must stay as it is"
+            f"with head 2 of block 1 {'zeroed' if zero else 'at its mean'}, the attention's " \
+            "output must be out_proj of the heads' outputs with that head replaced and the " \
+            "others as they are"
+        first = model.blocks[0].attention
+        assert torch.allclose(other, project(first, inside.head_outputs(first, h)), atol=1e-5), \
+            "block 0 was not asked for: it must stay as it is"
     after = model.state_dict()
-    assert all(torch.equal(before[k], after[k]) for k in before), "leaving the `with` block must restore every weight"
+    assert all(torch.equal(before[k], after[k]) for k in before), \
+        "leaving the `with` block must restore every weight"
 
 
 def test_an_mlp_or_a_modulation_is_replaced_by_its_mean():
     model = small()
     x, t = torch.randn(2, 64, 48), torch.full((2,), 0.5)
-    values, present = data.conditioning(data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0)),
-                                        "continuous", train=False)
+    latents = data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0))
+    values, present = data.conditioning(latents, "continuous", train=False)
     means = {"block 0 mlp": torch.full((32,), 0.25), "block 1 adaLN": torch.zeros(6 * 32)}
     seen = {}
     with torch.no_grad():
         intact = model(x, t, values, present)
         with inside.ablated(model, set(means), means):
-            hooks = [model.blocks[0].mlp.register_forward_hook(lambda m, a, out: seen.update(mlp=out)),
-                     model.blocks[1].modulation.register_forward_hook(lambda m, a, out: seen.update(adaln=out))]
-            model(x, t, values, present)                                  # these hooks see what the block gets
+            hooks = [model.blocks[0].mlp.register_forward_hook(
+                         lambda m, a, out: seen.update(mlp=out)),
+                     model.blocks[1].modulation.register_forward_hook(
+                         lambda m, a, out: seen.update(adaln=out))]
+            model(x, t, values, present)                       # these hooks see what the block gets
             for hook in hooks:
                 hook.remove()
             mlp, adaln = seen["mlp"], seen["adaln"]
         again = model(x, t, values, present)
-    assert mlp.shape == (2, 64, 32) and adaln.shape == (2, 6 * 32), "the replaced outputs keep their shapes"
-    assert torch.allclose(mlp, torch.full_like(mlp, 0.25)), "the MLP's output must be its mean, at every position"
+    assert mlp.shape == (2, 64, 32) and adaln.shape == (2, 6 * 32), \
+        "the replaced outputs keep their shapes"
+    assert torch.allclose(mlp, torch.full_like(mlp, 0.25)), \
+        "the MLP's output must be its mean, at every position"
     assert torch.equal(adaln, torch.zeros_like(adaln)), "the modulation's output must be its mean"
-    assert torch.equal(intact, again), "after the `with` block the network must compute what it did before"
+    assert torch.equal(intact, again), \
+        "after the `with` block the network must compute what it did before"
 
 
 def test_the_probe_reads_a_linear_code_and_not_noise():
     generator = torch.Generator().manual_seed(0)
     labels = torch.randint(2, (400,), generator=generator)
     code = torch.randn(16, generator=generator)
-    x = torch.randn(400, 16, generator=generator) + labels[:, None] * code + 1e3   # a large offset: standardise
+    # far from the origin (1e3): the probe must standardise its features
+    x = torch.randn(400, 16, generator=generator) + labels[:, None] * code + 1e3
     predicted = inside.linear_probe(x[:300], labels[:300], x[300:])
     assert predicted.shape == (100,), "one 0/1 prediction per test row"
     accuracy = (predicted == labels[300:]).float().mean().item()
-    assert accuracy >= 0.9, f"the labels are a linear function of x here: expected >= 90% right, got {100 * accuracy:.0f}%"
+    assert accuracy >= 0.9, \
+        "the labels are a linear function of x here: expected >= 90% right, got " \
+        f"{100 * accuracy:.0f}%"
     noise = torch.randn(400, 16, generator=generator)
-    accuracy = (inside.linear_probe(noise[:300], labels[:300], noise[300:]) == labels[300:]).float().mean().item()
-    assert 0.3 <= accuracy <= 0.7, f"on pure noise a probe must be at chance, got {100 * accuracy:.0f}%"
+    predicted = inside.linear_probe(noise[:300], labels[:300], noise[300:])
+    accuracy = (predicted == labels[300:]).float().mean().item()
+    assert 0.3 <= accuracy <= 0.7, \
+        f"on pure noise a probe must be at chance, got {100 * accuracy:.0f}%"
