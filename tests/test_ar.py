@@ -23,14 +23,16 @@ def condition(n):
 
 def tokens(head, n=4):
     g = torch.Generator().manual_seed(1)
-    return torch.randint(VOCAB, (n, 64), generator=g) if head == "categorical" else torch.randn(n, 64, DIM, generator=g)
+    if head == "categorical":
+        return torch.randint(VOCAB, (n, 64), generator=g)
+    return torch.randn(n, 64, DIM, generator=g)
 
 
 @pytest.mark.parametrize("head", ["categorical", "gmm"])
 def test_no_slot_sees_a_later_token(head):
     """Change token j: slots 0..j, which see tokens 0..i-1 only, do not move; slot j+1 does."""
     model = small(head)
-    for block in model.blocks:                                              # leave the identity start
+    for block in model.blocks:                                            # leave the identity start
         torch.nn.init.normal_(block.modulation.weight, std=0.2)
     torch.nn.init.normal_(model.head.weight, std=0.2)
     x = tokens(head, 2)
@@ -38,7 +40,7 @@ def test_no_slot_sees_a_later_token(head):
     changed = x.clone()
     j = 37
     changed[:, j] = (changed[:, j] + 5) % VOCAB if head == "categorical" else changed[:, j] + 1
-    first = model(x[:, :-1], values, present)                               # teacher forcing's input
+    first = model(x[:, :-1], values, present)                              # teacher forcing's input
     second = model(changed[:, :-1], values, present)
     first, second = (first, second) if head == "categorical" else (first[1], second[1])
     # slot i sees tokens 0..i-1, so slots 0..j are blind to token j; slot j+1 reads it
@@ -63,8 +65,10 @@ def test_the_mixture_loss_is_a_direct_computation():
     for b in range(3):
         for i in range(64):
             mixture = sum(math.exp(log_weights[b, i, k]) *
-                          math.prod(math.exp(-0.5 * ((x[b, i, d] - means[b, i, k, d]) / scales[b, i, k, d]) ** 2)
-                                    / (scales[b, i, k, d] * math.sqrt(2 * math.pi)) for d in range(DIM))
+                          math.prod(math.exp(-0.5 * ((x[b, i, d] - means[b, i, k, d])
+                                                     / scales[b, i, k, d]) ** 2)
+                                    / (scales[b, i, k, d] * math.sqrt(2 * math.pi))
+                                    for d in range(DIM))
                           for k in range(3))
             direct -= math.log(mixture)
     loss = ar.next_token_loss(model, x, values, present)
@@ -76,12 +80,13 @@ def test_sampling_draws_64_tokens_one_at_a_time_in_raster_order(head, monkeypatc
     model = small(head).eval()
     seen = []
     forward = model.forward
-    monkeypatch.setattr(model, "forward", lambda prefix, *rest: seen.append(prefix.clone()) or forward(prefix, *rest))
+    monkeypatch.setattr(model, "forward",
+                        lambda prefix, *rest: seen.append(prefix.clone()) or forward(prefix, *rest))
     values, present = condition(2)
     x = ar.sample(model, values, present, torch.Generator().manual_seed(0))
     assert x.shape == ((2, 64) if head == "categorical" else (2, 64, DIM))
     assert [p.shape[1] for p in seen] == list(range(64))                    # one step per token
-    assert all(torch.equal(p, x[:, :p.shape[1]]) for p in seen)                 # each step extends the last
+    assert all(torch.equal(p, x[:, :p.shape[1]]) for p in seen)         # each step extends the last
     if head == "categorical":
         assert x.min() >= 0 and x.max() < VOCAB
 
@@ -131,7 +136,7 @@ def test_the_categorical_loss_scores_token_i_with_the_slot_that_saw_tokens_befor
     x = tokens("categorical", 3)
     values, present = condition(3)
     loss = ar.next_token_loss(model, x, values, present)
-    assert torch.equal(seen[0], x[:, :-1])                                  # never token 63, nor any answer
+    assert torch.equal(seen[0], x[:, :-1])                          # never token 63, nor any answer
     logits = forward(x[:, :-1], values, present)
     direct = -logits.log_softmax(-1).gather(-1, x[..., None])[..., 0].mean()
     assert loss.item() == pytest.approx(direct.item(), rel=1e-5)
@@ -144,4 +149,4 @@ def test_sampling_draws_ids_from_the_head_not_its_most_likely_one():
         model.head.bias[3], model.head.bias[7] = math.log(0.7), math.log(0.3)
     values, present = condition(40)
     x = ar.sample(model, values, present, torch.Generator().manual_seed(0))
-    assert abs((x == 7).float().mean().item() - 0.3) < 0.02               # 2,560 draws of p(7) = 0.3
+    assert abs((x == 7).float().mean().item() - 0.3) < 0.02              # 2,560 draws of p(7) = 0.3

@@ -4,21 +4,22 @@ import numpy as np
 import pytest
 
 import calibration
-import probe
+import judge
 
 ACCEPTED, REJECTED, ASKED = calibration.calibration_images(300, seed=2)
 
 
 @pytest.mark.parametrize("kind", list(ACCEPTED))
 def test_accepted_kinds_are_composed(kind):
-    composed = probe.readings(ACCEPTED[kind], ASKED)["composed"]
+    composed = judge.readings(ACCEPTED[kind], ASKED)["composed"]
     assert composed.mean() >= 0.98, f"{kind}: {100 * composed.mean():.1f}% composed, want >= 98%"
 
 
 @pytest.mark.parametrize("kind", list(REJECTED))
 def test_rejected_kinds_are_not_legible(kind):
-    judged = probe.readings(REJECTED[kind], ASKED)
-    assert judged["legible"].mean() <= 0.03, f"{kind}: {100 * judged['legible'].mean():.1f}% legible, want <= 3%"
+    judged = judge.readings(REJECTED[kind], ASKED)
+    assert judged["legible"].mean() <= 0.03, (
+        f"{kind}: {100 * judged['legible'].mean():.1f}% legible, want <= 3%")
     assert judged["composed"].mean() <= 0.03, f"{kind}: composed without being legible"
 
 
@@ -34,7 +35,8 @@ def test_the_suite_is_what_it_says():
 
 
 def test_the_tight_test_is_stricter_than_legibility():
-    """Fidelity rejects many drawings a person accepts: the two readings measure different things."""
+    """Fidelity rejects many drawings a person accepts: the two readings measure different
+    things."""
     jitter = ACCEPTED["boundary jitter (up to 1 px)"]
-    judged = probe.readings(jitter, ASKED)
+    judged = judge.readings(jitter, ASKED)
     assert judged["precise"].mean() < judged["composed"].mean() - 0.3

@@ -21,19 +21,26 @@ from mutations import MUTATIONS  # noqa: E402   tests/mutations.py: the course's
 
 
 def python(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
 
 
 def summary(output):
     """(passed, failed) from pytest's last line."""
-    count = lambda word: int(m.group(1)) if (m := re.search(rf"(\d+) {word}", output.strip().splitlines()[-1])) else 0
+    last = output.strip().splitlines()[-1]
+
+    def count(word):
+        found = re.search(rf"(\d+) {word}", last)
+        return int(found.group(1)) if found else 0
+
     return count("passed"), count("failed")
 
 
 def test_every_check_passes_on_the_repository():
     result = python("-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(COURSE, "checks"))
     passed, failed = summary(result.stdout)
-    assert result.returncode == 0 and failed == 0 and passed >= 3 * len(ASSIGNMENTS), result.stdout[-3000:]
+    assert result.returncode == 0 and failed == 0 and passed >= 3 * len(ASSIGNMENTS), (
+        result.stdout[-3000:])
 
 
 def test_every_assignment_has_a_marked_check_file_and_real_functions():
@@ -48,13 +55,15 @@ def test_every_assignment_has_a_marked_check_file_and_real_functions():
 def student_copy(name, folder):
     """make_student.py, then the copy's own check.py, as a teacher and a student run them."""
     made = python(os.path.join(COURSE, "make_student.py"), name, "--out", str(folder))
-    checked = python(str(folder / "course" / "check.py"), name, cwd=folder) if made.returncode == 0 else None
+    checked = (python(str(folder / "course" / "check.py"), name, cwd=folder)
+               if made.returncode == 0 else None)
     return made, checked
 
 
 @pytest.fixture(scope="module")
 def student_copies(tmp_path_factory):
-    """Every assignment's student copy, made and checked two at a time (the CI machine has 2 cores)."""
+    """Every assignment's student copy, made and checked two at a time (the CI machine has 2
+    cores)."""
     root = tmp_path_factory.mktemp("students")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         futures = {name: pool.submit(student_copy, name, root / name) for name in ASSIGNMENTS}
@@ -65,19 +74,21 @@ def student_copies(tmp_path_factory):
 def test_the_checks_fail_on_the_student_copy(name, student_copies):
     """In a few lines (not pytest's tracebacks) that name each function still to write."""
     out, made, result = student_copies[name]
-    assert made.returncode == 0, made.stderr[-2000:]                      # make_student checks that it imports
+    assert made.returncode == 0, made.stderr[-2000:]           # make_student checks that it imports
     for spec in ASSIGNMENTS[name]["functions"]:
         path, qualname = spec.split("::")
         assert f"{name}: write {path}::{qualname}" in (out / path).read_text(), spec
-    assert not (out / "course" / "ANSWERS.md").exists() and not (out / "tests" / "mutations.py").exists()
+    assert not (out / "course" / "ANSWERS.md").exists()
+    assert not (out / "tests" / "mutations.py").exists()
     passed, failed = summary(result.stdout)
     assert result.returncode != 0 and passed == 0 and failed >= 3, result.stdout[-3000:]
     output = result.stdout + result.stderr
     assert len(output.splitlines()) <= 30, output
-    named = re.findall(r"not written yet: (\S+)", output)                 # every check, and by the function
+    named = re.findall(r"not written yet: (\S+)", output)         # every check, and by the function
     assert len(named) == failed and set(named) <= set(ASSIGNMENTS[name]["functions"]), output
     assert ASSIGNMENTS[name]["functions"][0] in named, output
-    assert "course/README.md" not in output and "Traceback" not in output and "TASK.md" in output, output
+    assert ("course/README.md" not in output and "Traceback" not in output
+            and "TASK.md" in output), output
 
 
 @pytest.mark.parametrize("name", list(ASSIGNMENTS))
@@ -88,11 +99,14 @@ def test_the_task_sheet_says_what_to_write_where(name, student_copies):
                  f"python course/check.py {name}", f"python course/check.py {name} --run"):
         assert text in sheet, text
     blanked = re.findall(r"`(\S+\.py)::(\S+)` \(line (\d+)\)", sheet)
-    assert {f"{path}::{qualname}" for path, qualname, _ in blanked} >= set(assignment["functions"]), sheet
-    for path, qualname, line in blanked:                                  # each one at the line it names
-        assert re.match(rf"\s*def {qualname.split('.')[-1]}\(", (out / path).read_text().splitlines()[int(line) - 1])
+    written = {f"{path}::{qualname}" for path, qualname, _ in blanked}
+    assert written >= set(assignment["functions"]), sheet
+    for path, qualname, line in blanked:                             # each one at the line it names
+        assert re.match(rf"\s*def {qualname.split('.')[-1]}\(",
+                        (out / path).read_text().splitlines()[int(line) - 1])
         assert f"{name}: write {path}::{qualname} (see TASK.md)" in (out / path).read_text()
-    checks = [node.name for node in ast.parse(open(os.path.join(ROOT, assignment["checks"])).read()).body
+    tree = ast.parse(open(os.path.join(ROOT, assignment["checks"])).read())
+    checks = [node.name for node in tree.body
               if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
     assert len(re.findall(r"^- .* \(calls `", sheet, re.M)) == len(checks), sheet
 
@@ -104,23 +118,27 @@ def test_the_copy_is_small_and_holds_no_answer(name, student_copies):
     assert size < 2_000_000, f"{name}: the copy holds {size / 1e6:.1f} MB"
     for folder in ("results", "tools", "runs", ".git"):
         assert not (out / folder).exists(), folder
-    assert not (out / "tests" / "gallery.npz").exists() and not (out / "course" / "README.md").exists()
-    for path, right, _, _, assignment in MUTATIONS:                       # the correct lines are gone
+    assert not (out / "tests" / "gallery.npz").exists()
+    assert not (out / "course" / "README.md").exists()
+    for path, right, _, _, assignment in MUTATIONS:                     # the correct lines are gone
         assert assignment != name or right not in (out / path).read_text(), (path, right)
-    if name == "A3":                                                      # the formulas in the notes above noisy
+    if name == "A3":                                         # the formulas in the notes above noisy
         for answer in ("(1 - t) x_0 + t eps", "(x_t - x0_hat) / t"):
-            assert answer not in (out / "dit.py").read_text() + (out / "TASK.md").read_text(), answer
+            handed = (out / "dit.py").read_text() + (out / "TASK.md").read_text()
+            assert answer not in handed, answer
 
 
 def test_identical_copies_are_blanked_in_the_other_generators(student_copies):
     out = student_copies["A4"][0]
     for path in ("dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"):
         text = (out / path).read_text()
-        assert f"A4: write {path}::Block.forward" in text and f"A4: write {path}::modulate" in text, path
+        assert f"A4: write {path}::Block.forward" in text, path
+        assert f"A4: write {path}::modulate" in text, path
     assert "x * (1 + scale) + shift" not in (out / "maskgit.py").read_text()
     assert "A2: write ar.py::log_density" in (student_copies["A2"][0] / "ar.py").read_text()
-    ladder = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ladder.py", cwd=student_copies["A3"][0])
-    assert ladder.returncode == 0, ladder.stdout[-2000:]                   # the copy holds every file it compares
+    ladder = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ladder.py",
+                    cwd=student_copies["A3"][0])
+    assert ladder.returncode == 0, ladder.stdout[-2000:]     # the copy holds every file it compares
 
 
 def test_bad_input_is_refused(tmp_path):
@@ -141,7 +159,8 @@ def test_the_training_run_is_judged_on_the_seen_compositions(tmp_path, student_c
     the copy holds all a run needs (the real runs take minutes: see course/README.md)."""
     sys.path.insert(0, COURSE)
     import check
-    tiny = {"command": "dit.py --steps 2 --eval-every 2 --samples-per-comp 2 --batch-size 8 --device cpu "
+    tiny = {"command": "dit.py --steps 2 --eval-every 2 --samples-per-comp 2 --batch-size 8 "
+                       "--device cpu "
                        "--train-per-comp 100", "reading": "probe_acc", "pass_seen": 0.0}
     solved = tmp_path / "A3"
     shutil.copytree(student_copies["A3"][0], solved)

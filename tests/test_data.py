@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import data
-import probe
+import judge
 
 
 def test_contract_codes_and_order():
@@ -17,7 +17,7 @@ def test_contract_codes_and_order():
 def test_110_is_a_blue_big_triangle():
     latents = data.sample_latents([data.code_to_bits("110")] * 20, np.random.default_rng(0))
     image = data.render(latents)
-    fitted, bad = probe.fit_world(image)
+    fitted, bad = judge.fit_world(image)
     assert (fitted[:, 0] == 1).all() and (bad == 0).all()                  # triangle
     assert (image[..., 2].sum((1, 2)) > 2 * image[..., 0].sum((1, 2))).all()  # blue
     assert (latents[:, 4] >= data.SIZE_RANGES[0, 0]).all()                    # big
@@ -47,14 +47,15 @@ def test_training_set_holds_seen_compositions_only():
 
 def latent_code(latents):
     """The composition a latent vector renders: shape bit, blue if B > R, small below 6.25 px."""
-    return data.bits_to_code([int(latents[0] > 0.5), int(latents[3] > latents[1]), int(latents[4] < 6.25)])
+    return data.bits_to_code([int(latents[0] > 0.5), int(latents[3] > latents[1]),
+                              int(latents[4] < 6.25)])
 
 
 def test_fixed_training_data_draws_from_the_rendered_set():
     training = data.TrainingData("fixed", 50, lambda images: torch.as_tensor(images))
     batch, latents = training.batch(16, torch.Generator().manual_seed(0))
     assert batch.shape == (16, 32, 32, 3) and latents.shape == (16, 7)
-    for image, latent in zip(batch.numpy(), latents):                      # each image with its own latents
+    for image, latent in zip(batch.numpy(), latents):              # each image with its own latents
         assert np.allclose(image, data.render(latent[None])[0])
         assert any((image == row).all() for row in training.tokens.numpy())
 
@@ -66,9 +67,10 @@ def test_fresh_training_data_renders_new_seen_images_every_batch():
     second, _ = training.batch(256, generator)
     assert first.shape == (256, 32, 32, 3) and not torch.equal(first, second)
     assert np.allclose(first.numpy(), data.render(latents))
-    assert {latent_code(l) for l in latents} == set(data.SEEN)             # all four, and only seen ones
-    again, _ = data.TrainingData("fresh", 50, torch.as_tensor).batch(256, torch.Generator().manual_seed(0))
-    assert torch.equal(first, again)                                        # the generator decides: resumable
+    assert {latent_code(row) for row in latents} == set(data.SEEN)    # all four, and only seen ones
+    fresh = data.TrainingData("fresh", 50, torch.as_tensor)
+    again, _ = fresh.batch(256, torch.Generator().manual_seed(0))
+    assert torch.equal(first, again)                              # the generator decides: resumable
     with pytest.raises(ValueError, match="unknown training data 'infinite'"):
         data.TrainingData("infinite", 50, torch.as_tensor)
 
@@ -120,7 +122,7 @@ def test_patchify_round_trip_numpy_and_torch():
 def test_tokenizer_round_trip_keeps_every_composition(name):
     tokenizer = data.load_tokenizer(name)
     images, bits, _ = data.make_dataset(data.COMPOSITIONS, 100, seed=777)
-    result = probe.evaluate(tokenizer.decode(tokenizer.encode(images)), bits)
+    result = judge.evaluate(tokenizer.decode(tokenizer.encode(images)), bits)
     assert min(result["acc"].values()) >= 0.98, result["acc"]
 
 
@@ -137,7 +139,8 @@ def test_codebook_ids_in_range_and_cache_is_the_same_tokenizer():
 def test_bad_input_names_the_choices():
     with pytest.raises(ValueError, match="'112'.*000, 001"):
         data.code_to_bits("112")
-    with pytest.raises(ValueError, match="'fuzzy'.*continuous, discrete, dropout, discrete-dropout"):
+    with pytest.raises(ValueError,
+                       match="'fuzzy'.*continuous, discrete, dropout, discrete-dropout"):
         data.conditioning(np.zeros((1, 7)), "fuzzy")
     with pytest.raises(ValueError, match="'vqgan'.*codebook, pca"):
         data.load_tokenizer("vqgan")
@@ -147,7 +150,8 @@ def test_dropout_hides_each_factor_on_its_own():
     """Each factor of each row is hidden independently: two given factors are both hidden about
     p^2 of the time (0.09 at p = 0.3), not p (one draw for the row)."""
     many = np.repeat(data.sample_latents([[1, 0, 1]], np.random.default_rng(0)), 20000, 0)
-    _, present = data.conditioning(many, "dropout", drop_prob=0.3, generator=torch.Generator().manual_seed(0))
+    _, present = data.conditioning(many, "dropout", drop_prob=0.3,
+                                   generator=torch.Generator().manual_seed(0))
     hidden = ~present[:, :3]
     assert abs((hidden[:, 0] & hidden[:, 1]).float().mean().item() - 0.09) < 0.01
     assert abs(hidden.float().mean().item() - 0.3) < 0.01
@@ -161,9 +165,41 @@ def test_the_codebook_reads_each_patch_as_its_nearest_mask_times_colour():
     ids = codebook.encode(images)
     patches = torch.as_tensor(data.patchify(images, 4)).float()            # (N, 64, 48)
     picked = ((codebook.vectors(ids) - patches) ** 2).sum(-1)
-    every = (codebook.masks[:, None, :, None] * codebook.palette[None, :, None, :]).flatten(2)   # (M, C, 48)
-    best = torch.cdist(patches.flatten(0, 1), every.flatten(0, 1)).min(-1).values.view(picked.shape) ** 2
+    every = (codebook.masks[:, None, :, None]
+             * codebook.palette[None, :, None, :]).flatten(2)              # (M, C, 48)
+    nearest = torch.cdist(patches.flatten(0, 1), every.flatten(0, 1)).min(-1).values
+    best = nearest.view(picked.shape) ** 2
     assert torch.allclose(picked, best, atol=1e-3)
     mask_index, colour = ids // codebook.n_colors, ids % codebook.n_colors
-    assert torch.allclose(codebook.vectors(ids), (codebook.masks[mask_index][..., None]
-                                                  * codebook.palette[colour][..., None, :]).flatten(2))
+    assert torch.allclose(codebook.vectors(ids),
+                          (codebook.masks[mask_index][..., None]
+                           * codebook.palette[colour][..., None, :]).flatten(2))
+
+
+def test_data_discrete_condition_carries_each_factors_class_as_the_contract_defines_it():
+    """CONTRACT.md: shape 0 circle, 1 triangle; colour 0 red, 1 blue; size 0 big, 1 small. Real
+    latents of each composition, drawn from its code: the image shows the code's classes, and the
+    discrete condition, read back in the latents' units, names the same ones. A bit inverted
+    consistently (in code_to_bits, sample_latents or the condition) fails here."""
+    rng = np.random.default_rng(0)
+    areas = {}                                                          # size bit -> object areas
+    for code in data.COMPOSITIONS:
+        shape, color, size = (int(digit) for digit in code)             # the contract's bits
+        latents = data.sample_latents([data.code_to_bits(code)] * 40, rng)
+        images = data.render(latents)
+        inside = images.max(-1) > 0.5                                   # (N, H, W) the object
+        weight = images.max(-1) / images.max(-1).sum((1, 2), keepdims=True)
+        rows = np.arange(data.IMAGE_SIZE, dtype=np.float64)[None, :, None]
+        offset = rows - (weight * rows).sum((1, 2))[:, None, None]       # from the centre of mass
+        skew = (weight * offset ** 3).sum((1, 2)) / (weight * offset ** 2).sum((1, 2)) ** 1.5
+        assert ((abs(skew) < 0.25) == (shape == 0)).all(), code   # circle 0, triangle about 0.57
+        mean_color = (images * inside[..., None]).sum((1, 2)) / inside.sum((1, 2))[:, None]
+        assert ((mean_color[:, 0] > mean_color[:, 2]) == (color == 0)).all(), code   # red: R > B
+        areas.setdefault(size, []).append(inside.sum((1, 2)))
+        values, _ = data.conditioning(latents, "discrete", train=False)
+        raw = values.numpy() * data._COND_SCALE + data._COND_CENTRE      # in the latents' units
+        assert np.array_equal(raw[:, 0], np.full(len(raw), float(shape))), code
+        assert ((raw[:, 1] > raw[:, 3]) == (color == 0)).all(), code
+        assert (np.abs(raw[:, 4] - latents[:, 4]) < 1.0).all(), (code, raw[:, 4])   # its own class
+    big, small = np.concatenate(areas[0]), np.concatenate(areas[1])       # pixels of the object
+    assert big.min() > small.max(), (big.min(), small.max())

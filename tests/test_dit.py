@@ -53,7 +53,8 @@ def test_sampler_integrates_from_noise_to_the_predicted_image():
 
 def test_loss_falls_when_overfitting_one_batch():
     model = small_model()
-    x_0 = data.ContinuousTokenizer("pixels").encode(data.make_dataset(["000", "001"], 4, seed=0)[0]).float()
+    images = data.make_dataset(["000", "001"], 4, seed=0)[0]
+    x_0 = data.ContinuousTokenizer("pixels").encode(images).float()
     latents = data.make_dataset(["000", "001"], 4, seed=0)[2]
     values, present = data.conditioning(latents, "continuous")
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
@@ -77,7 +78,8 @@ def test_tokens_round_trip_for_each_tokenizer():
         encoded = tokenizer.encode(images)
         assert encoded.shape == (64, 64, dim) and tokenizer.dim == dim
         error = np.abs(tokenizer.decode(encoded) - images)
-        assert error.mean() <= (1e-6 if name == "pixels" else 0.01) and (error > 0.25).mean() <= 1e-3, name
+        assert error.mean() <= (1e-6 if name == "pixels" else 0.01), name
+        assert (error > 0.25).mean() <= 1e-3, name
         assert -1.5 <= encoded.min() and encoded.max() <= 1.5 or name == "pca"
 
 
@@ -88,24 +90,29 @@ def test_training_times_lie_in_zero_one_and_logit_normal_leans_to_noise():
     for t in (uniform, leaning):
         assert t.min() > 0 and t.max() < 1
     assert abs(uniform.median() - 0.5) < 0.02
-    assert abs(leaning.median() - torch.sigmoid(torch.tensor(0.8))) < 0.02    # median sigmoid(0.8) = 0.69
+    assert abs(leaning.median() - torch.sigmoid(torch.tensor(0.8))) < 0.02   # sigmoid(0.8) = 0.69
     assert (leaning < 0.1).float().mean() < 0.01 < (uniform < 0.1).float().mean()
 
 
-# ---------------------------------------------------------------- each method function, held directly
+# -------------------------------------------------------------- each method function, held directly
 def test_modulate_shifts_and_scales_around_one():
     x, shift, scale = torch.randn(2, 5, 8), torch.randn(2, 1, 8), torch.randn(2, 1, 8)
     assert torch.allclose(dit.modulate(x, shift, scale), x * (1 + scale) + shift)
 
 
 def test_a_block_is_adaln_attention_then_adaln_mlp():
-    """The block against a direct computation, with a condition that moves every shift, scale and gate."""
+    """The block against a direct computation, with a condition that moves every shift, scale and
+    gate."""
     torch.manual_seed(0)
     block = dit.Block(16, 4)
     torch.nn.init.normal_(block.modulation.weight, std=0.3)
     x, c = torch.randn(2, 9, 16), torch.randn(2, 16)
-    shift1, scale1, gate1, shift2, scale2, gate2 = block.modulation(torch.nn.functional.silu(c))[:, None].chunk(6, -1)
-    norm = lambda z: torch.nn.functional.layer_norm(z, (16,), eps=1e-6)
+    modulation = block.modulation(torch.nn.functional.silu(c))[:, None]
+    shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)
+
+    def norm(z):
+        return torch.nn.functional.layer_norm(z, (16,), eps=1e-6)
+
     h = norm(x) * (1 + scale1) + shift1
     x1 = x + gate1 * block.attention(h, h, h, need_weights=False)[0]
     expected = x1 + gate2 * block.mlp(norm(x1) * (1 + scale2) + shift2)
@@ -115,7 +122,8 @@ def test_a_block_is_adaln_attention_then_adaln_mlp():
 def test_the_path_is_a_straight_line_between_image_and_noise():
     x_0, eps = torch.randn(3, 64, 48), torch.randn(3, 64, 48)
     t = torch.tensor([0.2, 0.5, 0.9])
-    assert torch.allclose(dit.noisy(x_0, t, eps), (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps)
+    assert torch.allclose(dit.noisy(x_0, t, eps),
+                          (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps)
 
 
 class Guess(torch.nn.Module):
@@ -141,7 +149,8 @@ def test_flow_loss_is_the_velocity_error_with_t_floored_at_005():
         x0_hat = Guess()(dit.noisy(x_0, t, eps), t, values, present)
         expected = ((x0_hat - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
         assert loss.item() == pytest.approx(expected.item(), rel=1e-5), kind
-    assert (dit.draw_time(256, "uniform", torch.Generator().manual_seed(1)) < 0.05).any()   # the floor is used
+    # the floor is used
+    assert (dit.draw_time(256, "uniform", torch.Generator().manual_seed(1)) < 0.05).any()
 
 
 def test_the_sampler_starts_from_unit_noise_and_steps_along_the_velocity():
@@ -150,7 +159,8 @@ def test_the_sampler_starts_from_unit_noise_and_steps_along_the_velocity():
     zero = Guess()
     zero.forward = lambda x_t, t, values, present: torch.zeros_like(x_t)
     values, present = condition(64)
-    first = dit.sample(zero, values, present, 48, 1, torch.Generator().manual_seed(0))   # t = 1 -> 0: x0 = 0
+    # t = 1 -> 0: x0 = 0
+    first = dit.sample(zero, values, present, 48, 1, torch.Generator().manual_seed(0))
     assert torch.count_nonzero(first) == 0
     seen = []
     zero.forward = lambda x_t, t, values, present: seen.append(x_t.clone()) or torch.zeros_like(x_t)
@@ -167,4 +177,5 @@ def test_a_dit_reads_its_condition():
     latents = data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0))
     values, present = data.conditioning(latents, "continuous", train=False)
     with torch.no_grad():
-        assert not torch.allclose(model(x, t, values, present), model(x, t, values.flip(0), present), atol=1e-4)
+        assert not torch.allclose(model(x, t, values, present),
+                                  model(x, t, values.flip(0), present), atol=1e-4)

@@ -1,7 +1,9 @@
 """The repository keeps its form: a front page of a page, a report organised by question, no
-history in the product's text, a house without circles, and results that rebuild."""
+history in the product's text, a house without circles, results that rebuild, and numbers that
+name the files they come from."""
 import ast
 import glob
+import json
 import os
 import re
 import shutil
@@ -12,42 +14,60 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "*.py")))
-TEXTS = (["README.md", "results/README.md"] + sorted(glob.glob("course/**/*.md", root_dir=ROOT, recursive=True))
-         + sorted(glob.glob("course/**/*.py", root_dir=ROOT, recursive=True)) + sorted(glob.glob("course/*.toml", root_dir=ROOT))
-         + [f"{m}.py" for m in MODULES] + sorted(glob.glob("tools/*", root_dir=ROOT)))
+TEXTS = (["README.md", "results/README.md"]
+         + sorted(glob.glob("course/**/*.md", root_dir=ROOT, recursive=True))
+         + sorted(glob.glob("course/**/*.py", root_dir=ROOT, recursive=True))
+         + sorted(glob.glob("course/*.toml", root_dir=ROOT))
+         + [f"{m}.py" for m in MODULES]
+         + sorted(p for p in glob.glob("tools/*", root_dir=ROOT)
+                  if os.path.isfile(os.path.join(ROOT, p))))
 HISTORY = [r"\b20\d\d-\d\d-\d\d\b",                                   # dates
-           r"\bsessions?\b", r"\b(first|second|third|fourth|later|earlier) pass(es)?\b", r"\bissues? #?\d+",
-           r"\btoday'?s?\b", r"\bno longer\b", r"\bearlier (machine|runs?|report|judge)\b",
-           r"\b(recipe|default|judge) (of )?(before|until)\b", r"\bthe old (judge|recipe|default)\b",
-           r"\bsuperseded\b", r"\bwork[- ]log\b"]
+           r"\bsessions?\b", r"\b(first|second|third|fourth|later|earlier) pass(es)?\b",
+           r"\bissues? #?\d+", r"\btoday'?s?\b", r"\bno longer\b",
+           r"\bearlier (machine|runs?|report|judge)\b",
+           r"\b(recipe|default|judge) (of )?(before|until)\b",
+           r"\bthe old (judge|recipe|default)\b", r"\bsuperseded\b", r"\bwork[- ]log\b"]
+# Switches for the two strict guards below: each test runs its check either way and fails on
+# it only when its switch is on.
+FRONT_PAGE_NUMBERS_NAME_THEIR_FILES = True    # every decimal number on README.md is backed
+EVERY_KEPT_RUN_HAS_PROVENANCE = False          # no kept run's config.json lacks provenance
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
 
 
 def test_the_front_page_is_a_page_and_the_report_a_report():
-    assert len(open(os.path.join(ROOT, "README.md")).read().splitlines()) <= 150
-    assert len(open(os.path.join(ROOT, "results", "README.md")).read().splitlines()) <= 500
+    assert len(read("README.md").splitlines()) <= 150
+    assert len(read("results/README.md").splitlines()) <= 500
 
 
-@pytest.mark.parametrize("path", [f"{m}.py" for m in MODULES] + sorted(glob.glob("tools/*.py", root_dir=ROOT)))
+@pytest.mark.parametrize("path", [f"{m}.py" for m in MODULES]
+                         + sorted(glob.glob("tools/*.py", root_dir=ROOT)))
 def test_no_docstring_promises_a_time_it_does_not_keep(path):
-    """A default run takes 10-17 minutes alone on 2 cores (tools/timings.py): 'a few minutes' is not it."""
-    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
-    vague = re.findall(r"a few minutes|minutes on a laptop", text, re.IGNORECASE)
+    """A default run takes 10-17 minutes alone on 2 cores (tools/timings.py): 'a few minutes' is
+    not it."""
+    vague = re.findall(r"a few minutes|minutes on a laptop", read(path), re.IGNORECASE)
     assert not vague, f"{path} promises {vague[0]!r}: give the measured time"
 
 
 @pytest.mark.parametrize("path", TEXTS)
 def test_no_history_in_the_products_text(path):
-    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    text = read(path)
     found = [(text[:m.start()].count("\n") + 1, m.group(0)) for pattern in HISTORY
              for m in re.finditer(pattern, text, re.IGNORECASE)]
-    assert not found, f"{path}: history words at (line, word) {found}: say what is, not when; git keeps history"
+    assert not found, (f"{path}: history words at (line, word) {found}: say what is, not when; "
+                       "git keeps history")
 
 
 def imports(module):
     """The project modules a top-level module imports, anywhere in it."""
-    tree = ast.parse(open(os.path.join(ROOT, f"{module}.py")).read())
-    names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    tree = ast.parse(read(f"{module}.py"))
+    names = {alias.name.split(".")[0] for node in ast.walk(tree)
+             if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module}
     return names & set(MODULES)
 
 
@@ -74,20 +94,22 @@ def test_results_hold_outputs_only_and_every_image_is_referenced():
     files = glob.glob("results/**/*", root_dir=ROOT, recursive=True)
     scripts = [f for f in files if f.endswith((".py", ".sh"))]
     assert not scripts, f"tools belong in tools/, not results/: {scripts}"
-    markdown = {p: open(os.path.join(ROOT, p)).read() for p in
-                glob.glob("**/*.md", root_dir=ROOT, recursive=True) if not p.startswith(("runs", ".git"))}
+    markdown = {p: read(p) for p in glob.glob("**/*.md", root_dir=ROOT, recursive=True)
+                if not p.startswith(("runs", ".git"))}
     linked = set()
     for path, text in markdown.items():
         for target in re.findall(r"\]\(([^)#\s]+)", text) + re.findall(r'src="([^"]+)"', text):
             linked.add(os.path.normpath(os.path.join(os.path.dirname(path), target)))
     images = [f for f in files if f.endswith((".png", ".jpg", ".gif", ".svg"))]
     unreferenced = [f for f in images if os.path.normpath(f) not in linked]
-    assert not unreferenced, f"images no markdown file links to (delete or link them): {unreferenced[:10]}"
+    assert not unreferenced, (f"images no markdown file links to (delete or link them): "
+                              f"{unreferenced[:10]}")
 
 
 def rebuild_command(table):
-    first = open(table).readline()
-    match = re.match(r"Rebuilt by `python tools/collect\.py (results/[\w.-]+)((?: --clock [\w.-]+)?)`", first)
+    first = read(table).splitlines()[0]
+    match = re.match(r"Rebuilt by `python tools/collect\.py (results/[\w.-]+)"
+                     r"((?: --clock [\w.-]+)?)`", first)
     assert match, f"{table}: the first line must give the command that rebuilds it"
     return match.group(1), match.group(2).split()[1:]
 
@@ -95,41 +117,265 @@ def rebuild_command(table):
 @pytest.mark.parametrize("table", sorted(glob.glob("results/*/table.md", root_dir=ROOT)))
 def test_every_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp_path):
     import collect
-    folder, clock = rebuild_command(os.path.join(ROOT, table))
+    folder, clock = rebuild_command(table)
     assert folder == os.path.dirname(table)
     copy = tmp_path / os.path.basename(folder)
     shutil.copytree(os.path.join(ROOT, folder, "runs"), copy / "runs")
     command = "python tools/collect.py " + folder + ("" if not clock else f" --clock {clock[0]}")
     rebuilt = collect.text(collect.load(str(copy), clock[0] if clock else None), command)
-    assert rebuilt == open(os.path.join(ROOT, table)).read(), f"{table} does not match its kept runs: rebuild it"
+    assert rebuilt == read(table), f"{table} does not match its kept runs: rebuild it"
+
+
+def test_the_lesson_picture_rebuilds_from_the_kept_ladder_runs(tmp_path):
+    """results/lesson.png is what `python tools/lesson.py` draws: its samples are the ladder's
+    kept samples, pixel for pixel, and so is the rest (names, objectives, layout). Pixels, not
+    bytes: the PNG's compression may differ between library versions."""
+    import lesson
+    from matplotlib.image import imread
+
+    def pixels(path):                                                   # (H, W, 4) uint8
+        return (imread(path) * 255).round().astype("uint8")
+    kept = pixels(lesson.PICTURE)
+    samples = lesson.draw(str(tmp_path / "lesson.png"))
+    rebuilt = pixels(str(tmp_path / "lesson.png"))
+    height, width = samples.shape[:2]
+    placed = kept[lesson.TOP:lesson.TOP + height, lesson.LEFT:lesson.LEFT + width, :3]
+    assert kept.shape == rebuilt.shape and (placed == samples).all(), (
+        "results/lesson.png does not hold the kept runs' samples: python tools/lesson.py")
+    assert (kept == rebuilt).all(), "results/lesson.png is out of date: python tools/lesson.py"
 
 
 def test_the_front_pages_line_references_point_at_their_functions():
     """README's `file.py:N` `name` pairs: line N of file.py defines name."""
-    text = open(os.path.join(ROOT, "README.md")).read()
-    references = re.findall(r"`(\w+\.py):(\d+)` `(\w+)`", text)
+    references = re.findall(r"`(\w+\.py):(\d+)` `(\w+)`", read("README.md"))
     assert len(references) >= 8, "the table of where each objective lives"
     for path, line, name in references:
-        source = open(os.path.join(ROOT, path)).read().splitlines()
+        source = read(path).splitlines()
         defines = re.compile(rf"\s*(def|class) {name}\b")
         actual = [i + 1 for i, text in enumerate(source) if defines.match(text)]
-        assert int(line) in actual, f"README: {path}:{line} is not where {name} is defined; it is at {actual}"
+        assert int(line) in actual, (f"README: {path}:{line} is not where {name} is defined; "
+                                     f"it is at {actual}")
 
 
 @pytest.mark.parametrize("table", sorted(glob.glob("results/*/inside.md", root_dir=ROOT)))
 def test_every_inside_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp_path):
     import inside_summary
     folder = os.path.dirname(table)
-    assert open(os.path.join(ROOT, table)).readline().startswith(f"Rebuilt by `python tools/inside_summary.py {folder}`")
+    command = f"Rebuilt by `python tools/inside_summary.py {folder}`"
+    assert read(table).startswith(command)
     copy = tmp_path / os.path.basename(folder)
     shutil.copytree(os.path.join(ROOT, folder, "runs"), copy / "runs")
-    assert inside_summary.text(str(copy))[0] == open(os.path.join(ROOT, table)).read(), f"{table}: rebuild it"
+    assert inside_summary.text(str(copy))[0] == read(table), f"{table}: rebuild it"
 
 
 def test_the_front_pages_result_table_is_the_ladders():
     """Every row `python tools/collect.py results/ladder --summary` prints is on the front page."""
     import collect
-    readme = open(os.path.join(ROOT, "README.md")).read()
+    readme = read("README.md")
     rows = collect.summary(collect.load(os.path.join(ROOT, "results", "ladder"), None))
     missing = [row for row in rows if row not in readme]
     assert not missing, f"README's result table is stale; these rows are not on it: {missing}"
+
+
+# ------------------------------------------------------- every number names the file it is in
+# A decimal number on the front page (outside code: fenced blocks and `spans` are not read) must
+# be printed, as it is, in a table or metrics file that its own paragraph, list item or table
+# names (a link, or a path in backticks; a folder names its files), or in a table named anywhere
+# in its section. A README is prose, not a table: it backs nothing. A paper's arXiv number and
+# a Python version are names, not measurements.
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?!\w|\.\d)")          # 58.3, 0.00; not T0.5, 3.11.2
+A_NAME = re.compile(r"(arXiv:?|Python ?(≥|>=)?) ?$")                  # what stands before a name
+BACKING = (".md", ".jsonl", ".json", ".csv", ".txt")
+
+
+def blocks(markdown):
+    """[(section, first line, text)]: headings, paragraphs, list items and tables, in order,
+    fenced code blocks left out; section counts the headings above."""
+    found, lines, section, start, fenced = [], [], 0, 0, False
+
+    def close():
+        if lines:
+            found.append((section, start, "\n".join(lines)))
+            lines.clear()
+    for number, line in enumerate(markdown.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            close()
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if not line.strip():
+            close()
+            continue
+        heading = line.startswith("#")
+        item = re.match(r"\s*([-*+]|\d+\.)\s", line)
+        row = line.lstrip().startswith("|")
+        if heading or item or (lines and row != lines[-1].lstrip().startswith("|")):
+            close()
+        section += bool(heading)
+        if not lines:
+            start = number
+        lines.append(line)
+        if heading:
+            close()
+    close()
+    return found
+
+
+def named_files(text, base):
+    """The table and metrics files a block names: links, and paths in backticks (a word with a
+    '/' or a file's ending); a folder stands for the files in it."""
+    targets = re.findall(r"\]\(([^)\s]+)\)", text) + re.findall(r'src="([^"]+)"', text)
+    for span in re.findall(r"`([^`]+)`", text):
+        targets += [word for word in span.split() if "/" in word or word.endswith(BACKING)]
+    files = []
+    for target in targets:
+        path = os.path.normpath(os.path.join(base, re.sub(r"(#.*|:[\d-]+)$", "", target)))
+        if os.path.isdir(path):
+            files += [os.path.join(path, name) for name in sorted(os.listdir(path))]
+        else:
+            files.append(path)
+    return [f for f in dict.fromkeys(files) if f.endswith(BACKING)
+            and os.path.basename(f) != "README.md" and os.path.isfile(f)]
+
+
+def prose(text):
+    """The text with code spans, link targets and HTML tags blanked (lines kept in place)."""
+    def blank(match):
+        return re.sub(r"[^\n]", " ", match.group(0))
+    for pattern in (r"`[^`]*`", r"\]\([^)]*\)", r"<[^>]*>"):
+        text = re.sub(pattern, blank, text)
+    return text
+
+
+def printed_in(number, text):
+    return re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", text) is not None
+
+
+def unbacked_numbers(path=None):
+    """Every decimal number of a markdown file (README.md by default) that no file named beside
+    it prints: ['README.md:93 58.3 (looked in results/tokenizers/table.md)', ...]."""
+    path = path or os.path.join(ROOT, "README.md")
+    with open(path, encoding="utf-8") as f:
+        parts = blocks(f.read())
+    base = os.path.dirname(path)
+    named = [named_files(text, base) for _, _, text in parts]
+    tables = {}                                                   # section -> its named tables
+    for (section, _, _), files in zip(parts, named):
+        tables.setdefault(section, []).extend(f for f in files if f.endswith(".md"))
+    contents, unbacked = {}, []
+    for (section, start, text), files in zip(parts, named):
+        where = list(dict.fromkeys(files + tables[section]))
+        for match in DECIMAL.finditer(prose(text)):
+            if A_NAME.search(text[:match.start()]):
+                continue
+            number, line = match.group(0), start + text[:match.start()].count("\n")
+            for file in where:
+                if file not in contents:
+                    with open(file, encoding="utf-8") as f:
+                        contents[file] = f.read()
+            if not any(printed_in(number, contents[file]) for file in where):
+                looked = ", ".join(os.path.relpath(f, base) for f in where) or "no file named"
+                unbacked.append(f"{os.path.basename(path)}:{line} {number} (looked in {looked})")
+    return unbacked
+
+
+def test_the_number_guard_reads_what_is_named_beside_each_number(tmp_path):
+    """The guard on a small page: a number is backed by a file its own paragraph, list item or
+    table names, or by a table its section names; not by a neighbour's file, another section's
+    table, a README, or a longer number; numbers in code and link targets are not read."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "table.md").write_text("| a | 58.3 ± 1.7 | 0.00 |\n")
+    (tmp_path / "t" / "README.md").write_text("99.1 8.3\n")
+    (tmp_path / "m.jsonl").write_text('{"loss": 0.902}\n')
+    (tmp_path / "README.md").write_text("""# Title
+
+Read 58.3 in [it](t/table.md) and 0.902 in `m.jsonl`; arXiv 2510.03075, Python ≥ 3.11.
+0.902 again in the same paragraph.
+
+0.902 in the next paragraph, alone.
+
+- 0.00 and 1.7 by the section's table; 99.1 and 8.3 by nothing ([r](t/README.md)); `9.9` is code
+- 0.902 in `m.jsonl`
+- 0.902 in the next item, alone
+
+```
+12.5 in a code block
+```
+
+## Other
+
+58.3 again, 0.902 right above a table; a link [x](runs/0.5/a.png)
+| 7.5 | `m.jsonl` |
+
+- a list item
+  that goes on: 0.902 `m.jsonl`
+""")
+    assert unbacked_numbers(str(tmp_path / "README.md")) == [
+        "README.md:6 0.902 (looked in t/table.md)",
+        "README.md:8 99.1 (looked in t/table.md)", "README.md:8 8.3 (looked in t/table.md)",
+        "README.md:10 0.902 (looked in t/table.md)",
+        "README.md:18 58.3 (looked in no file named)",
+        "README.md:18 0.902 (looked in no file named)",
+        "README.md:19 7.5 (looked in m.jsonl)"]
+
+
+def test_every_decimal_number_on_the_front_page_is_in_a_file_named_beside_it():
+    unbacked = unbacked_numbers()
+    if not FRONT_PAGE_NUMBERS_NAME_THEIR_FILES:
+        pytest.skip(f"switched off: {len(unbacked)} unbacked numbers on README.md")
+    assert not unbacked, ("decimal numbers on README.md that no table or metrics file named in "
+                          "their paragraph, list item, table or section prints: "
+                          + "; ".join(unbacked))
+
+
+# ---------------------------------------------------------------- every kept run's provenance
+def kept_runs():
+    """Every kept run folder with its config: [('results/ladder/runs/dit', config)]."""
+    configs = sorted(glob.glob("results/*/runs/*/config.json", root_dir=ROOT))
+    return [(os.path.dirname(path), json.loads(read(path))) for path in configs]
+
+
+def runs_without_provenance():
+    """The kept runs whose config.json records no provenance (no commit to rebuild them at)."""
+    return [folder for folder, config in kept_runs() if not config.get("provenance")]
+
+
+def test_a_kept_run_without_provenance_is_marked_not_recorded_in_its_table():
+    """Each row that speaks for such a run (its setting's readings, its own time row, the
+    setting's mean) says 'not recorded' in its commit column."""
+    import collect
+    unmarked = []
+    for folder in runs_without_provenance():
+        config = json.loads(read(os.path.join(folder, "config.json")))
+        name, question = os.path.basename(folder), os.path.dirname(os.path.dirname(folder))
+        first = f"| `{collect.setting(config)}` |"
+        rows = [line for line in read(os.path.join(question, "table.md")).splitlines()
+                if line.startswith(first)
+                and ("samples.png" not in line or f"(runs/{name}/samples.png)" in line)]
+        if not rows or any(collect.NOT_RECORDED not in row.split("|")[-2] for row in rows):
+            unmarked.append(folder)
+    assert not unmarked, f"runs with no provenance whose rows do not say so: {unmarked}"
+
+
+def test_every_kept_run_records_its_provenance():
+    missing = runs_without_provenance()
+    if not EVERY_KEPT_RUN_HAS_PROVENANCE:
+        pytest.skip(f"switched off: {len(missing)} kept runs record no provenance")
+    assert not missing, f"kept runs whose config.json records no provenance: {missing}"
+
+
+def test_the_same_command_run_twice_on_one_machine_repeats_bit_for_bit():
+    """results/ladder/repeat/maskgit is `python maskgit.py` run beside the ladder's seed-0 run, on
+    the same machine, commit and threads: every evaluation's readings are the same, wall time
+    aside (the report's provenance paragraph rests on this)."""
+    def metrics(folder):
+        with open(os.path.join(ROOT, folder, "metrics.jsonl")) as f:
+            return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in f]
+    first = metrics("results/ladder/runs/maskgit")
+    assert len(first) == 7
+    for again in ("maskgit", "maskgit-again"):        # beside it; alone, in a fresh start
+        assert metrics(f"results/ladder/repeat/{again}") == first, again
+        config = json.loads(read(f"results/ladder/repeat/{again}/config.json"))
+        kept = json.loads(read("results/ladder/runs/maskgit/config.json"))
+        assert config["provenance"] == kept["provenance"]

@@ -22,14 +22,15 @@ import scripts
 from scripts import FAST, ONCE, ROOT
 
 SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py"]
-MASKED = ["maskgit.py", "jepa_maskgit.py", "givt.py", "mar.py"]            # the models with --mask-schedule
+MASKED = ["maskgit.py", "jepa_maskgit.py", "givt.py", "mar.py"]    # the models with --mask-schedule
 IMPORTED = {name: importlib.import_module(name[:-3]) for name in SCRIPTS}
 EIGHT = ["--steps", "8", "--eval-every", "4", *FAST[4:]]                  # evaluations 4, 6, 8
 _FINISHED, _KILLED = {}, {}
 
 
 def launch(script, *args, **streams):
-    return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *map(str, args)], cwd=ROOT, **streams)
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *map(str, args)], cwd=ROOT,
+                            **streams)
 
 
 def finished(script, tmp_path_factory):
@@ -40,13 +41,14 @@ def finished(script, tmp_path_factory):
     if script not in _FINISHED:
         folder = tmp_path_factory.mktemp(script[:-3])
         out, broken = folder / "run", folder / "broken"
-        process = launch(script, *EIGHT, "--out", broken, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = launch(script, *EIGHT, "--out", broken, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
         ended, stop = [], threading.Event()
 
         def kill_once_checkpointed():
             deadline = time.time() + 240
-            while not (broken / "ckpt.pt").exists() and process.poll() is None and time.time() < deadline \
-                    and not stop.is_set():
+            while (not (broken / "ckpt.pt").exists() and process.poll() is None
+                   and time.time() < deadline and not stop.is_set()):
                 time.sleep(0.05)
             ended.append(process.poll() is not None)
             process.kill()
@@ -84,13 +86,13 @@ def test_a_run_writes_every_file_of_the_contract(script, tmp_path_factory):
     assert re.search(r"^seen [\d.]+ \| level-1 [\d.]+ \| level-2 [\d.]+$", stdout, re.M)
     for code in ("000", "111"):
         assert re.search(rf"^\s+{code}\s+\w+", stdout, re.M)
-    for name in ("config.json", "metrics.jsonl", "samples.npz", "samples.png", "curves.png", "ckpt.pt",
-                 "samples/step_4.npz", "samples/step_8.npz"):
+    for name in ("config.json", "metrics.jsonl", "samples.npz", "samples.png", "curves.png",
+                 "ckpt.pt", "samples/step_4.npz", "samples/step_8.npz"):
         assert (out / name).exists(), name
     config = json.load(open(out / "config.json"))
     assert config["device"] == "cpu" and config["steps"] == 8
-    lines = [json.loads(l) for l in open(out / "metrics.jsonl")]
-    assert [l["step"] for l in lines] == [4, 6, 8]                        # log-spaced, then the end
+    lines = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    assert [m["step"] for m in lines] == [4, 6, 8]                        # log-spaced, then the end
     for reading in ("acc", "fidelity", "probe_acc"):
         assert set(lines[-1][reading]) == {f"{i:03b}" for i in range(8)}
         assert all(0 <= v <= 1 for v in lines[-1][reading].values())
@@ -108,9 +110,9 @@ def test_a_killed_run_resumes_to_the_same_metrics(script, tmp_path_factory):
     """SIGKILL a real run once it has checkpointed, resume it, and compare with the unbroken
     run of the same seed: every evaluation the same, wall time aside."""
     whole, _ = finished(script, tmp_path_factory)
-    broken, ended = killed(script, tmp_path_factory)                      # SIGKILLed once it had checkpointed
+    broken, ended = killed(script, tmp_path_factory)            # SIGKILLed once it had checkpointed
     assert not ended, "the run ended before it could be killed"
-    steps_before = [json.loads(l)["step"] for l in open(broken / "metrics.jsonl")]
+    steps_before = [json.loads(line)["step"] for line in open(broken / "metrics.jsonl")]
     assert steps_before and steps_before[-1] < 8                            # killed part-way
     scripts.main(script, *EIGHT, "--out", broken, "--resume")
     a, b = without_time(whole / "metrics.jsonl"), without_time(broken / "metrics.jsonl")
@@ -124,7 +126,7 @@ def test_resume_with_more_steps_extends_a_finished_run(tmp_path, tmp_path_factor
     (training does not depend on where the evaluations fall)."""
     whole, _ = finished("dit.py", tmp_path_factory)
     split = tmp_path / "split"
-    scripts.main("dit.py", "--steps", "4", *EIGHT[2:], "--out", split)                      # stop at 4
+    scripts.main("dit.py", "--steps", "4", *EIGHT[2:], "--out", split)                   # stop at 4
     scripts.main("dit.py", "--steps", "6", *EIGHT[2:], "--out", split, "--resume")
     a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
     b = without_time(split / "metrics.jsonl")
@@ -151,7 +153,7 @@ def test_bad_flags_are_refused_with_a_message(script, flags, message, tmp_path, 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_run_folder_that_cannot_be_made_is_refused_with_a_message(script, tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
-    for out in ("/proc/x", str(tmp_path / "a-file" / "run")):             # not writable; under a file
+    for out in ("/proc/x", str(tmp_path / "a-file" / "run")):           # not writable; under a file
         code, said = refused(script, ["--out", out], capsys)
         assert code == 2 and f"--out {out}: cannot make this folder" in said, said[-500:]
 
@@ -169,7 +171,8 @@ def test_maskgit_refuses_a_label_smoothing_outside_zero_one(script, capsys, tmp_
     ("maskgit.py", ["--mask-schedule", "square"], "invalid choice: 'square'"),
     ("mar.py", ["--mask-schedule", "square"], "invalid choice: 'square'"),
 ])
-def test_the_masked_models_refuse_a_bad_schedule_or_mixture_temperature(script, flags, message, capsys, tmp_path):
+def test_the_masked_models_refuse_a_bad_schedule_or_mixture_temperature(script, flags, message,
+                                                                        capsys, tmp_path):
     code, said = refused(script, [*flags, "--out", str(tmp_path / "x")], capsys)
     assert code == 2 and message in said, said[-500:]
     assert not (tmp_path / "x").exists()
@@ -177,10 +180,12 @@ def test_the_masked_models_refuse_a_bad_schedule_or_mixture_temperature(script, 
 
 LINEAR = ["--mask-schedule", "linear"]
 RECIPE = ["--data", "fresh", "--lr-schedule", "cosine", "--weight-decay", "0.01"]
-OWN = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", *LINEAR],   # each model's own
-       "maskgit.py": ["--label-smoothing", "0.1", *LINEAR], "givt.py": [*LINEAR, "--mixture-temperature", "0.5"],
+# each model's own
+OWN = {"dit.py": ["--time-dist", "uniform"], "mar.py": ["--time-dist", "uniform", *LINEAR],
+       "maskgit.py": ["--label-smoothing", "0.1", *LINEAR],
+       "givt.py": [*LINEAR, "--mixture-temperature", "0.5"],
        "jepa_maskgit.py": ["--label-smoothing", "0.1", *LINEAR],
-       "ar.py": ["--head", "gmm", "--tokenizer", "codebook"]}                # finished() has the categorical head
+       "ar.py": ["--head", "gmm", "--tokenizer", "codebook"]}  # finished() has the categorical head
 _RECIPE = {}
 
 
@@ -195,13 +200,15 @@ def recipe(script, tmp_path_factory):
                 real = getattr(owner, name)
 
                 def recorded(*args, **kwargs):
-                    received.setdefault(name, set()).add(args[position] if len(args) > position else kwargs.get(keyword))
+                    value = args[position] if len(args) > position else kwargs.get(keyword)
+                    received.setdefault(name, set()).add(value)
                     return real(*args, **kwargs)
                 monkeypatch.setattr(owner, name, recorded)
             if script in MASKED:
                 module = IMPORTED[script]
-                spy(module, "random_mask", 3, "schedule")               # training: jepa_maskgit.py's own import
-                spy(IMPORTED["maskgit.py" if script == "jepa_maskgit.py" else script], "remask_count", 4,
+                spy(module, "random_mask", 3, "schedule")   # training: jepa_maskgit.py's own import
+                spy(IMPORTED["maskgit.py" if script == "jepa_maskgit.py" else script],
+                    "remask_count", 4,
                     "schedule")                                         # decoding
                 if script == "givt.py":
                     spy(module, "choose_component", 1, "tau")
@@ -212,10 +219,12 @@ def recipe(script, tmp_path_factory):
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_the_recipe_flags_reach_the_training_loop(script, tmp_path_factory):
-    """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule says."""
+    """Fresh images, a cosine schedule and weight decay: the optimiser ends where the schedule
+    says."""
     out, _ = recipe(script, tmp_path_factory)
     config = json.load(open(out / "config.json"))
-    assert (config["data"], config["lr_schedule"], config["weight_decay"]) == ("fresh", "cosine", 0.01)
+    recipe_flags = (config["data"], config["lr_schedule"], config["weight_decay"])
+    assert recipe_flags == ("fresh", "cosine", 0.01)
     if script in ("dit.py", "mar.py"):
         assert config["time_dist"] == "uniform"                      # not the default, logit-normal
     if script in MASKED:
@@ -224,7 +233,8 @@ def test_the_recipe_flags_reach_the_training_loop(script, tmp_path_factory):
         assert (config["head"], config["tokenizer"]) == ("gmm", "codebook")
     group = torch.load(out / "ckpt.pt", weights_only=True)["optimizer"]["param_groups"][0]
     assert group["weight_decay"] == 0.01
-    assert group["lr"] == pytest.approx(runs.learning_rate(config, 3)) and group["lr"] < config["lr"] / 200
+    assert group["lr"] == pytest.approx(runs.learning_rate(config, 3))
+    assert group["lr"] < config["lr"] / 200
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -243,7 +253,7 @@ def test_a_checkpoint_of_another_model_is_refused(tmp_path_factory, capsys):
     assert code == 1 and "written by 'dit', not 'maskgit'" in said
     code, said = refused("dit.py", [*EIGHT, "--out", str(out), "--resume", "--seed", "5"], capsys)
     assert code == 1 and "seed=0, this run asks 5" in said
-    assert (out / "config.json").read_text() == config                   # a refusal leaves the run as it was
+    assert (out / "config.json").read_text() == config          # a refusal leaves the run as it was
 
 
 def hear_ctrl_c():
@@ -276,13 +286,17 @@ dit.main(sys.argv[1:])
 def dit_broken_twice(tmp_path_factory):
     """Two dit.py runs through the command line, started together (one per core): "ctrl-c", for the
     test below to interrupt once it has checkpointed, and "mid-write" (KILL_MID_WRITE), which dies
-    in the middle of writing its second checkpoint: name -> (process, run folder, its stderr file)."""
+    in the middle of writing its second checkpoint: name -> (process, run folder, its stderr
+    file)."""
     folder, started = tmp_path_factory.mktemp("dit-broken"), {}
-    for name, argv, preexec in (("ctrl-c", [os.path.join(ROOT, "dit.py"), *FAST[:1], "100000", *FAST[2:]], hear_ctrl_c),
+    for name, argv, preexec in (("ctrl-c",
+                                 [os.path.join(ROOT, "dit.py"), *FAST[:1], "100000", *FAST[2:]],
+                                 hear_ctrl_c),
                                 ("mid-write", ["-c", KILL_MID_WRITE, *EIGHT], None)):
         out, stderr = folder / name, open(folder / f"{name}.stderr", "w+")
-        process = subprocess.Popen([sys.executable, *argv, "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=stderr, text=True, preexec_fn=preexec)
+        process = subprocess.Popen([sys.executable, *argv, "--out", str(out)], cwd=ROOT,
+                                   stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+                                   preexec_fn=preexec)
         started[name] = process, out, stderr
     yield started
     for process, _, stderr in started.values():
@@ -303,13 +317,15 @@ def test_ctrl_c_says_how_to_resume(dit_broken_twice):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     process.wait(timeout=60)
-    assert process.returncode == 1 and f"continue with --resume --out {out}" in written(stderr), written(stderr)[-500:]
+    said = written(stderr)
+    assert process.returncode == 1 and f"continue with --resume --out {out}" in said, said[-500:]
 
 
 def test_cuda_asked_for_where_there_is_none(tmp_path, capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has cuda")
-    code, said = refused("dit.py", [*FAST, "--device", "cuda", "--out", str(tmp_path / "x")], capsys)
+    code, said = refused("dit.py", [*FAST, "--device", "cuda", "--out", str(tmp_path / "x")],
+                         capsys)
     assert code == 1 and "--device cuda is not available here" in said
 
 
@@ -319,7 +335,8 @@ def test_a_diverging_run_stops_at_once_with_a_hint(script, tmp_path):
     with pytest.raises(SystemExit) as exit:
         scripts.main(script, *FAST[:1], "40", *FAST[2:], "--lr", "1e38", "--out", tmp_path / "x")
     said = str(exit.value.code)
-    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", said), said[-500:]
+    assert re.search(r"error: loss is (nan|inf|-inf) at step \d+; .*try a lower --lr", said), (
+        said[-500:])
 
 
 def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path_factory, dit_broken_twice):
@@ -330,17 +347,20 @@ def test_a_kill_during_a_checkpoint_write_loses_nothing(tmp_path_factory, dit_br
     process.wait(timeout=300)
     assert process.returncode == -signal.SIGKILL, written(stderr)[-1000:]
     assert (broken / "ckpt.pt.tmp").read_bytes() == b"half a checkpoint"
-    assert torch.load(broken / "ckpt.pt", weights_only=True)["step"] == 4           # the first, whole
+    assert torch.load(broken / "ckpt.pt", weights_only=True)["step"] == 4         # the first, whole
     scripts.main("dit.py", *EIGHT, "--out", broken, "--resume")
     assert not (broken / "ckpt.pt.tmp").exists()
     a = {m["step"]: m for m in without_time(whole / "metrics.jsonl")}
     b = without_time(broken / "metrics.jsonl")
-    assert [m["step"] for m in b] == [4, 6, 8] and [m["acc"] for m in b] == [a[step]["acc"] for step in (4, 6, 8)]
+    assert [m["step"] for m in b] == [4, 6, 8]
+    assert [m["acc"] for m in b] == [a[step]["acc"] for step in (4, 6, 8)]
 
 
 @pytest.mark.parametrize("script", MASKED)
-def test_the_mask_schedule_and_mixture_temperature_reach_training_and_sampling(script, tmp_path_factory):
-    """Not only config.json: the masks drawn in training and the decoding counts get the schedule."""
-    _, received = recipe(script, tmp_path_factory)                  # --mask-schedule linear, givt's tau 0.5
+def test_the_mask_schedule_and_mixture_temperature_reach_training_and_sampling(script,
+                                                                              tmp_path_factory):
+    """Not only config.json: the hidden tokens drawn in training and the decoding counts get the
+    schedule."""
+    _, received = recipe(script, tmp_path_factory)          # --mask-schedule linear, givt's tau 0.5
     assert received["random_mask"] == {"linear"} and received["remask_count"] == {"linear"}
     assert received.get("choose_component") == ({0.5} if script == "givt.py" else None)

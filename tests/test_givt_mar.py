@@ -20,7 +20,8 @@ def test_gmm_log_density_matches_a_direct_computation():
     got = givt.log_density(x, torch.zeros(1, 1), mu, sigma)
     assert abs(got.item() - direct) < 1e-6
     # two equal components with weights 1/2 each give the same density
-    got2 = givt.log_density(x, torch.log(torch.tensor([[0.5, 0.5]])), mu.repeat(1, 2, 1), sigma.repeat(1, 2, 1))
+    got2 = givt.log_density(x, torch.log(torch.tensor([[0.5, 0.5]])), mu.repeat(1, 2, 1),
+                            sigma.repeat(1, 2, 1))
     assert abs(got2.item() - direct) < 1e-6
 
 
@@ -28,9 +29,10 @@ def test_gmm_scales_stay_positive_and_weights_normalised():
     torch.manual_seed(0)
     model = givt.GIVT(48, components=4, width=64, depth=2)
     for p in model.parameters():
-        torch.nn.init.normal_(p, std=1.0)                                   # far from initialisation
+        torch.nn.init.normal_(p, std=1.0)                                  # far from initialisation
     values, present = condition(3)
-    log_weights, means, scales = model(torch.randn(3, 64, 48), torch.rand(3, 64) < 0.5, values, present)
+    log_weights, means, scales = model(torch.randn(3, 64, 48), torch.rand(3, 64) < 0.5, values,
+                                       present)
     assert means.shape == scales.shape == (3, 64, 4, 48) and log_weights.shape == (3, 64, 4)
     assert (scales >= givt.SCALE_FLOOR).all()
     assert torch.allclose(log_weights.exp().sum(-1), torch.ones(3, 64), atol=1e-5)
@@ -39,13 +41,15 @@ def test_gmm_scales_stay_positive_and_weights_normalised():
 def test_gmm_components_start_distinct():
     model = givt.GIVT(48, components=4, width=64, depth=2)
     values, present = condition(1)
-    _, means, _ = model(torch.zeros(1, 64, 48), torch.ones(1, 64, dtype=torch.bool), values, present)
+    _, means, _ = model(torch.zeros(1, 64, 48), torch.ones(1, 64, dtype=torch.bool), values,
+                        present)
     assert (means[0, 0, 0] - means[0, 0, 1]).abs().max() > 0.1
 
 
 def overfit(loss_fn, model, steps=120, lr=2e-3):
     x = torch.as_tensor(data.patchify(data.make_dataset(["000", "100"], 4, seed=0)[0], 4)) * 2 - 1
-    values, present = data.conditioning(data.make_dataset(["000", "100"], 4, seed=0)[2], "continuous")
+    values, present = data.conditioning(data.make_dataset(["000", "100"], 4, seed=0)[2],
+                                        "continuous")
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
@@ -73,9 +77,13 @@ def test_mar_learns_with_either_time_distribution_and_logit_normal_leans_to_nois
     generator = torch.Generator().manual_seed(0)
     leaning = mar.draw_time(20000, "logit-normal", generator)
     assert 0 < leaning.min() and leaning.max() < 1 and abs(leaning.median() - 0.69) < 0.02
-    assert (leaning < 0.1).float().mean() < 0.01 < (mar.draw_time(20000, "uniform", generator) < 0.1).float().mean()
+    uniform = mar.draw_time(20000, "uniform", generator)
+    assert (leaning < 0.1).float().mean() < 0.01 < (uniform < 0.1).float().mean()
     torch.manual_seed(0)
-    loss = lambda m, x, v, p, g: mar.masked_loss(m, x, v, p, g, time_dist="uniform")  # the default: above
+
+    def loss(m, x, v, p, g):                                        # the default: above
+        return mar.masked_loss(m, x, v, p, g, time_dist="uniform")
+
     losses = overfit(loss, mar.MAR(48, width=64, depth=2))
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
 
@@ -123,21 +131,24 @@ def test_component_choice_follows_pi_at_tau_1_sharpens_below_and_takes_the_likel
 
 
 def test_mar_draws_every_token_exactly_once_for_any_number_of_decoding_steps(monkeypatch):
-    """More decoding steps than tokens: once every token is drawn, none is hidden and drawn again."""
+    """More decoding steps than tokens: once every token is drawn, none is hidden and drawn
+    again."""
     torch.manual_seed(0)
     values, present = condition(2)
     drawn = []
     denoise = mar.denoise
-    monkeypatch.setattr(mar, "denoise", lambda model, z, *args: drawn.append(len(z)) or denoise(model, z, *args))
+    monkeypatch.setattr(mar, "denoise",
+                        lambda model, z, *args: drawn.append(len(z)) or denoise(model, z, *args))
     model = mar.MAR(48, width=32, depth=1)
     for steps in (10, 64, 66, 100):
         drawn.clear()
-        mar.sample(model, values, present, 48, steps, torch.Generator().manual_seed(0), diffusion_steps=1)
+        mar.sample(model, values, present, 48, steps, torch.Generator().manual_seed(0),
+                   diffusion_steps=1)
         assert sum(drawn) == 2 * 64, (steps, sum(drawn))
     assert mar.remask_count(70, 100, 64, torch.zeros(2, 64, dtype=torch.bool)) == 0
 
 
-# ---------------------------------------------------------------- each method function, held directly
+# -------------------------------------------------------------- each method function, held directly
 def direct_log_density(x, log_weights, means, scales):
     """The mixture's log-density in float64, one component and one value at a time."""
     x, log_weights, means, scales = (t.double() for t in (x, log_weights, means, scales))
@@ -152,29 +163,32 @@ def test_gmm_log_density_in_several_dimensions_with_unequal_components():
     scales = torch.rand(5, 2, 3, generator=g) + 0.2
     log_weights = torch.log(torch.tensor([0.8, 0.2])).expand(5, 2)
     got = givt.log_density(x, log_weights, means, scales)
-    assert torch.allclose(got.double(), direct_log_density(x, log_weights, means, scales), atol=1e-5)
+    assert torch.allclose(got.double(), direct_log_density(x, log_weights, means, scales),
+                          atol=1e-5)
 
 
 def test_gmm_log_density_stays_finite_where_every_density_underflows():
-    """Scales of 0.001 and a token 0.05 away: each density is exp(-1250 * 48), 0 in float32; its log is not."""
+    """Scales of 0.001 and a token 0.05 away: each density is exp(-1250 * 48), 0 in float32; its
+    log is not."""
     x, means = torch.zeros(1, 48), torch.full((1, 2, 48), 0.05)
     scales, log_weights = torch.full((1, 2, 48), 0.001), torch.log(torch.tensor([[0.5, 0.5]]))
     got = givt.log_density(x, log_weights, means, scales)
     assert torch.isfinite(got).all()
-    assert got.item() == pytest.approx(direct_log_density(x, log_weights, means, scales).item(), rel=1e-5)
+    assert got.item() == pytest.approx(direct_log_density(x, log_weights, means, scales).item(),
+                                       rel=1e-5)
 
 
 class FixedMixture(torch.nn.Module):
     """A stand-in GIVT: the same mixture (log weights (T, K), means and scales (T, K, C)) at every
-    image; it keeps the masks it was given."""
+    image; it keeps the hidden sets it was given."""
 
     def __init__(self, log_weights, means, scales):
         super().__init__()
-        self.mixture, self.masks = (log_weights, means, scales), []
+        self.mixture, self.given = (log_weights, means, scales), []
         self.p = torch.nn.Parameter(torch.zeros(1))
 
-    def forward(self, x, mask, values, present):
-        self.masks.append(mask.clone())
+    def forward(self, x, hidden, values, present):
+        self.given.append(hidden.clone())
         return tuple(p.expand(len(x), *p.shape) for p in self.mixture)
 
 
@@ -184,20 +198,22 @@ def test_givt_masked_loss_is_the_mixtures_nll_per_value_on_the_hidden_tokens():
                torch.rand(64, 2, 5, generator=g) + 0.3)
     x = torch.randn(3, 64, 5, generator=g)
     values, present = condition(3)
-    loss = givt.masked_loss(FixedMixture(*mixture), x, values, present, torch.Generator().manual_seed(1))
-    mask = givt.random_mask(3, 64, torch.Generator().manual_seed(1))
+    loss = givt.masked_loss(FixedMixture(*mixture), x, values, present,
+                            torch.Generator().manual_seed(1))
+    hidden = givt.random_mask(3, 64, torch.Generator().manual_seed(1))
     nll = -direct_log_density(x, *(p.expand(3, *p.shape) for p in mixture))
-    assert loss.item() == pytest.approx((nll[mask].mean() / 5).item(), rel=1e-5)
+    assert loss.item() == pytest.approx((nll[hidden].mean() / 5).item(), rel=1e-5)
 
 
 def test_givt_draws_tokens_from_the_mixture_not_its_mean():
-    """One component, mean 0.3, sigma 0.5: the drawn values spread as N(0.3, 0.5^2); at temperature 0
-    every token is the mean."""
+    """One component, mean 0.3, sigma 0.5: the drawn values spread as N(0.3, 0.5^2); at
+    temperature 0 every token is the mean."""
     mixture = (torch.zeros(64, 1), torch.full((64, 1, 4), 0.3), torch.full((64, 1, 4), 0.5))
     values, present = condition(20)
     x = givt.sample(FixedMixture(*mixture), values, present, 4, 3, torch.Generator().manual_seed(0))
     assert abs(x.mean().item() - 0.3) < 0.02 and abs(x.std().item() - 0.5) < 0.02
-    cold = givt.sample(FixedMixture(*mixture), values, present, 4, 3, torch.Generator().manual_seed(0), temperature=0.0)
+    cold = givt.sample(FixedMixture(*mixture), values, present, 4, 3,
+                       torch.Generator().manual_seed(0), temperature=0.0)
     assert torch.allclose(cold, torch.full_like(cold, 0.3))
 
 
@@ -208,25 +224,29 @@ def test_givt_confidence_commits_the_likeliest_tokens_first():
     scales[:8] = 0.01
     model = FixedMixture(torch.zeros(64, 1), torch.zeros(64, 1, 4), scales)
     values, present = condition(4)
-    givt.sample(model, values, present, 4, 2, torch.Generator().manual_seed(0), "confidence", choice_temperature=0.0)
-    still_hidden = model.masks[1]
+    givt.sample(model, values, present, 4, 2, torch.Generator().manual_seed(0), "confidence",
+                choice_temperature=0.0)
+    still_hidden = model.given[1]
     assert not still_hidden[:, :8].any() and still_hidden.sum(1).eq(45).all()
 
 
 def test_alpha_bar_is_the_normalised_cosine_between_the_ends():
-    f = lambda u: math.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
+    def f(u):
+        return math.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
+
     for t in (0.25, 0.5, 0.9):
         assert mar.alpha_bar(torch.tensor(t)).item() == pytest.approx(f(t) / f(0), rel=1e-5)
 
 
 class StubMAR(torch.nn.Module):
-    """A stand-in MAR: z at a position is its index, and the denoiser's guess depends on x_t, t and z."""
+    """A stand-in MAR: z at a position is its index, and the denoiser's guess depends on x_t, t
+    and z."""
 
     def __init__(self):
         super().__init__()
         self.p = torch.nn.Parameter(torch.zeros(1))
 
-    def forward(self, x, mask, values, present):
+    def forward(self, x, hidden, values, present):
         return torch.arange(64, dtype=torch.float32)[None, :, None].expand(len(x), 64, 8) / 64
 
     def diffusion(self, x_t, t, z):
@@ -234,16 +254,18 @@ class StubMAR(torch.nn.Module):
 
 
 def test_mar_masked_loss_is_a_direct_computation_of_eps_prediction():
-    """The same draws in the same order: the mask, then t (logit-normal), then eps; two draws a token."""
+    """The same draws in the same order: the hidden tokens, then t (logit-normal), then eps; two
+    draws a token."""
     x = torch.randn(3, 64, 6, generator=torch.Generator().manual_seed(0))
     values, present = condition(3)
     model = StubMAR()
     loss = mar.masked_loss(model, x, values, present, torch.Generator().manual_seed(1), draws=2)
     g = torch.Generator().manual_seed(1)
-    mask = mar.random_mask(3, 64, g)
-    x_0, z = x[mask].repeat(2, 1), model(x, mask, values, present)[mask].repeat(2, 1)
+    hidden = mar.random_mask(3, 64, g)
+    x_0, z = x[hidden].repeat(2, 1), model(x, hidden, values, present)[hidden].repeat(2, 1)
     t = torch.sigmoid(0.8 * torch.randn(len(x_0), generator=g) + 0.8)
     eps = torch.randn(x_0.shape, generator=g)
     a = mar.alpha_bar(t)[:, None]
     x_t = a.sqrt() * x_0 + (1 - a).sqrt() * eps
-    assert loss.item() == pytest.approx(((model.diffusion(x_t, t, z) - eps) ** 2).mean().item(), rel=1e-5)
+    assert loss.item() == pytest.approx(((model.diffusion(x_t, t, z) - eps) ** 2).mean().item(),
+                                        rel=1e-5)

@@ -17,7 +17,7 @@ def test_the_reach_of_a_code_the_head_forbids_is_zero():
     images, bits = inside.real_images(2)
     codebook = data.load_tokenizer("codebook")
     codes = torch.as_tensor(codebook.encode(images))
-    forbidden = int(codes.flatten().mode().values)                          # the commonest code: background
+    forbidden = int(codes.flatten().mode().values)                  # the commonest code: background
     torch.manual_seed(0)
     model = maskgit.MaskGIT(codebook.vocab_size, width=32, depth=1, heads=4).eval()
     with torch.no_grad():
@@ -42,7 +42,8 @@ def test_a_network_that_returns_the_truth_has_the_best_reach():
     config = dict(model="dit", cond="continuous")
     trained = torch.arange(2048)
     perfect = inside.reach(config, dit, Oracle(), tokens, images, bits, trained)
-    zero = inside.reach(config, dit, dit.DiT(48, 32, 1, 4).eval(), tokens, images, bits, trained)  # x0_hat = 0
+    zero_model = dit.DiT(48, 32, 1, 4).eval()                                       # x0_hat = 0
+    zero = inside.reach(config, dit, zero_model, tokens, images, bits, trained)
     for level in inside.LEVELS:
         assert perfect[f"x0 error at t={level}"]["trained code"] == 0
         assert zero[f"x0 error at t={level}"]["trained code"] > 0.1
@@ -61,29 +62,33 @@ def test_ablating_a_head_removes_exactly_its_contribution(zero):
     model = tiny_dit()
     attention = model.blocks[0].attention
     h = torch.randn(3, 64, 32)
-    heads = inside.head_outputs(attention, h)                               # (B, H, T, d), computed directly
+    heads = inside.head_outputs(attention, h)                      # (B, H, T, d), computed directly
     mean = heads[:, 1].mean((0, 1))
     replaced = heads.clone()
     replaced[:, 1] = 0 if zero else mean
-    direct = torch.nn.functional.linear(replaced.transpose(1, 2).flatten(2), attention.out_proj.weight,
-                                        attention.out_proj.bias)
+    direct = torch.nn.functional.linear(replaced.transpose(1, 2).flatten(2),
+                                        attention.out_proj.weight, attention.out_proj.bias)
     with torch.no_grad():
-        assert torch.allclose(attention(h, h, h, need_weights=False)[0],    # the head decomposition is exact
-                              torch.nn.functional.linear(heads.transpose(1, 2).flatten(2), attention.out_proj.weight,
+        # the head decomposition is exact
+        assert torch.allclose(attention(h, h, h, need_weights=False)[0],
+                              torch.nn.functional.linear(heads.transpose(1, 2).flatten(2),
+                                                         attention.out_proj.weight,
                                                          attention.out_proj.bias), atol=1e-5)
         means = {"block 0 head 1": mean}
         with inside.ablated(model, {"block 0 head 1"}, means, zero=zero):
             assert torch.allclose(attention(h, h, h, need_weights=False)[0], direct, atol=1e-5)
-        others = heads.clone()                                             # and it is restored after
+        others = heads.clone()                                            # and it is restored after
         assert torch.allclose(attention(h, h, h, need_weights=False)[0],
-                              torch.nn.functional.linear(others.transpose(1, 2).flatten(2), attention.out_proj.weight,
+                              torch.nn.functional.linear(others.transpose(1, 2).flatten(2),
+                                                         attention.out_proj.weight,
                                                          attention.out_proj.bias), atol=1e-5)
 
 
 def test_the_recorded_mean_is_the_mean_of_what_the_unit_said():
     model = tiny_dit()
     x, t = torch.randn(2, 64, 48), torch.full((2,), 0.5)
-    values, present = data.conditioning(data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0)),
+    values, present = data.conditioning(data.sample_latents([[0, 0, 0], [1, 1, 1]],
+                                                            np.random.default_rng(0)),
                                         "continuous", train=False)
     captured = []
     hook = model.blocks[0].mlp.register_forward_hook(lambda m, a, out: captured.append(out))
@@ -97,10 +102,12 @@ def test_the_recorded_mean_is_the_mean_of_what_the_unit_said():
 def test_the_readout_reads_the_condition_and_not_shuffled_labels():
     images, bits, latents = data.make_dataset(data.COMPOSITIONS, 64, seed=11)
     values, _ = data.conditioning(latents, "continuous", train=False)     # the factors, linearly
-    states = torch.stack([values, torch.randn(len(values), 7, generator=torch.Generator().manual_seed(0))])
+    states = torch.stack([values,
+                          torch.randn(len(values), 7, generator=torch.Generator().manual_seed(0))])
     result = inside.readout(states, bits)
     for factor in inside.FACTORS:
-        assert result["input"][factor]["level2"] >= 0.95 and result["input"][factor]["level1"] >= 0.95
+        assert result["input"][factor]["level2"] >= 0.95
+        assert result["input"][factor]["level1"] >= 0.95
         assert 0.25 < result["block 0"][factor]["level1"] < 0.75           # noise: chance
     control = inside.readout(states[:1], bits, shuffled=True)["input"]
     assert all(0.25 < control[f]["level1"] < 0.75 for f in inside.FACTORS)
@@ -110,7 +117,8 @@ def test_polysemanticity_and_overlap_on_hand_made_cases():
     assert inside.polysemanticity([0.3, 0, 0]) == 0
     assert math.isclose(inside.polysemanticity([0.2, -0.2, 0.2]), 1)
     assert math.isnan(inside.polysemanticity([0, 0, 0]))
-    assert math.isclose(inside.weighted_polysemanticity([[1, 0, 0], [1, 1, 1]]), 3 / 4)   # weights 1 and 3
+    # weights 1 and 3
+    assert math.isclose(inside.weighted_polysemanticity([[1, 0, 0], [1, 1, 1]]), 3 / 4)
     assert inside.jaccard({"a", "b"}, {"b", "c"}) == 1 / 3 and inside.jaccard({"a"}, {"a"}) == 1
     assert math.isclose(inside.weighted_jaccard([1, 0.5, -1], [0.5, 0.5, 2]), 1 / 3.5)
     drops = {"u1": [0.4, 0.0, 0.1], "u2": [0.3, 0.2, 0.0], "u3": [0.1, 0.3, 0.0]}
@@ -126,10 +134,11 @@ def test_the_command_writes_every_reading(tmp_path, capsys):
     capsys.readouterr()
     inside.main([str(out), "--samples-per-comp", "1", "--images-per-comp", "8", "--over-training"])
     result = json.load(open(out / "inside.json"))
-    assert set(result) >= {"reach", "readout", "readout_shuffled", "attribution", "polysemanticity", "circuits",
-                           "overlap", "circuit_ablation", "over_training"}
-    assert len(result["attribution"]) == 2 * 4 + 2 + 2                     # heads, MLPs, adaLN of 2 blocks
-    assert [r["step"] for r in result["over_training"]] == [2, 4]                # every other kept one, ending at the last
+    assert set(result) >= {"reach", "readout", "readout_shuffled", "attribution", "polysemanticity",
+                           "circuits", "overlap", "circuit_ablation", "over_training"}
+    assert len(result["attribution"]) == 2 * 4 + 2 + 2              # heads, MLPs, adaLN of 2 blocks
+    # every other kept one, ending at the last
+    assert [r["step"] for r in result["over_training"]] == [2, 4]
     assert "maskgit at step 4" in capsys.readouterr().out
 
 
@@ -152,7 +161,8 @@ def test_the_layer_probe_standardises_what_it_reads():
     """The same code read at a scale of 1e4 and an offset of 5e3: a probe on standardised features
     reads it as well as at unit scale."""
     labels = torch.arange(400) % 2
-    x = labels[:, None].float() + 0.3 * torch.randn(400, 6, generator=torch.Generator().manual_seed(0))
+    x = labels[:, None].float() + 0.3 * torch.randn(400, 6,
+                                                    generator=torch.Generator().manual_seed(0))
     for features in (x, 1e4 * x + 5e3):
         predicted = inside.linear_probe(features[:300], labels[:300], features[300:])
         assert (predicted == labels[300:]).float().mean() >= 0.95
@@ -183,6 +193,7 @@ def test_the_circuit_ablation_takes_each_circuit_out_and_reports_the_drops(monke
     for circuit, dropped in (("color circuit", "color"), ("shape circuit", "shape")):
         for reading in ("judge", "probe"):
             drops = table[circuit][reading]
-            assert drops[dropped] == pytest.approx(1.0) and drops["size"] == 0, (circuit, reading, drops)
+            assert drops[dropped] == pytest.approx(1.0), (circuit, reading, drops)
+            assert drops["size"] == 0, (circuit, reading, drops)
             assert drops["shape" if dropped == "color" else "color"] == 0, (circuit, reading, drops)
     assert not out                                                         # every unit back in

@@ -57,8 +57,8 @@ def test_jepa_loss_falls_on_a_fixed_batch():
 def test_weight_zero_trains_exactly_like_maskgit(tmp_path, tiny_run):
     a = tiny_run("maskgit.py")                                       # 4 steps, one evaluation, at 4
     scripts.main("jepa_maskgit.py", *ONCE, "--jepa-weight", "0", "--out", tmp_path / "b")
-    la = [json.loads(l) for l in open(a / "metrics.jsonl")]
-    lb = [json.loads(l) for l in open(tmp_path / "b" / "metrics.jsonl")]
+    la = [json.loads(line) for line in open(a / "metrics.jsonl")]
+    lb = [json.loads(line) for line in open(tmp_path / "b" / "metrics.jsonl")]
     assert [m["loss"] for m in la] == [m["loss"] for m in lb]
     assert [m["acc"] for m in la] == [m["acc"] for m in lb]
 
@@ -68,8 +68,8 @@ def test_target_changes_only_by_the_ema_rule(tmp_path):
     here only) step copies the model into it."""
     for momentum in ("1", "0"):
         out = tmp_path / momentum
-        scripts.main("jepa_maskgit.py", *FAST, "--steps", "1", "--eval-every", "1", "--jepa-momentum", momentum,
-                     "--out", out)
+        scripts.main("jepa_maskgit.py", *FAST, "--steps", "1", "--eval-every", "1",
+                     "--jepa-momentum", momentum, "--out", out)
         state = torch.load(out / "ckpt.pt", weights_only=True)
         if momentum == "1":
             torch.manual_seed(0)
@@ -87,7 +87,7 @@ def refused(argv, capsys):
 def test_bad_jepa_flags(tmp_path, capsys):
     code, said = refused(["--jepa-layers", "2,9", "--out", str(tmp_path / "x")], capsys)
     assert code == 2 and "block 9 does not exist; blocks are 0..3" in said
-    assert not (tmp_path / "x").exists()                                 # checked before the folder is made
+    assert not (tmp_path / "x").exists()                         # checked before the folder is made
     for flag, value, message in (("--jepa-weight", "-1", "must be >= 0, got -1.0"),
                                  ("--jepa-momentum", "1.5", "must be in [0, 1], got 1.5")):
         code, said = refused([flag, value, "--out", str(tmp_path / "x")], capsys)
@@ -96,7 +96,7 @@ def test_bad_jepa_flags(tmp_path, capsys):
     assert code == 2 and "comma list of block indices" in said
 
 
-# ---------------------------------------------------------------- each method function, held directly
+# -------------------------------------------------------------- each method function, held directly
 def test_target_momentum_rises_linearly_from_its_start_to_one():
     assert jepa_maskgit.target_momentum(0, 1000, 0.996) == 0.996
     assert jepa_maskgit.target_momentum(500, 1000, 0.996) == pytest.approx(0.998)
@@ -108,17 +108,18 @@ def test_jepa_losses_are_a_direct_computation():
     scored against the target's state, layer-normed, at the hidden positions; mean over layers."""
     model, target, predictors = small()
     torch.manual_seed(1)
-    for p in target.parameters():                                           # a target unlike the model
+    for p in target.parameters():                                        # a target unlike the model
         torch.nn.init.normal_(p, std=0.05)
     ids, values, present = batch()
     cross_entropy, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
                                                    torch.Generator().manual_seed(2), [2, 3])
-    mask = maskgit.random_mask(*ids.shape, torch.Generator().manual_seed(2))
-    c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
+    hidden = maskgit.random_mask(*ids.shape, torch.Generator().manual_seed(2))
+    c, context = model.hidden_states(ids.masked_fill(hidden, model.mask_id), values, present)
     _, targets = target.hidden_states(ids, values, present)
-    expected = sum(((predictor(context[layer][mask]) - torch.nn.functional.layer_norm(targets[layer][mask], (64,)))
+    layer_norm = torch.nn.functional.layer_norm
+    expected = sum(((predictor(context[layer][hidden]) - layer_norm(targets[layer][hidden], (64,)))
                     ** 2).mean() for predictor, layer in zip(predictors, [2, 3])) / 2
     logits = model.readout(context[-1], c)
     assert jepa.item() == pytest.approx(expected.item(), rel=1e-5)
     assert cross_entropy.item() == pytest.approx(
-        torch.nn.functional.cross_entropy(logits[mask], ids[mask]).item(), rel=1e-5)
+        torch.nn.functional.cross_entropy(logits[hidden], ids[hidden]).item(), rel=1e-5)

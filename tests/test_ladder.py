@@ -38,8 +38,10 @@ def definitions(path):
         else:
             continue
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        # a course copy's blanked function names its own file ("A3: write dit.py::noisy"): not a drift
-        found[name] = re.sub(r"write \w+\.py::", "write ", "\n".join(lines[first - 1:node.end_lineno]))
+        # a course copy's blanked function names its own file ("A3: write dit.py::noisy"): not a
+        # drift
+        found[name] = re.sub(r"write \w+\.py::", "write ",
+                             "\n".join(lines[first - 1:node.end_lineno]))
     return found
 
 
@@ -50,34 +52,68 @@ def test_each_shared_piece_is_the_same_text_in_every_file(name):
     assert not missing, f"{name} is missing from {missing}"
     first = SHARED[name][0]
     for path, text in copies.items():
-        assert text == copies[first], f"{name} in {path} differs from {first}: change every copy together"
+        assert text == copies[first], (f"{name} in {path} differs from {first}: change every copy "
+                                       "together")
 
 
 def test_no_file_defines_a_piece_twice():
     for path in GENERATORS + ["jepa_maskgit.py"]:
         source = open(os.path.join(ROOT, path)).read()
-        names = [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        names = [n.name for n in ast.parse(source).body
+                 if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
         assert len(names) == len(set(names)), path
 
 
 def test_the_generators_share_one_backbone_setting():
-    """Width, depth, heads, optimiser, data and schedule are written the same way in every generator."""
-    lines = ['parser.add_argument("--width", type=int, default=128)',
-             'parser.add_argument("--depth", type=int, default=4)',
-             'parser.add_argument("--heads", type=int, default=4)',
-             'optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=(0.9, 0.99),\n'
-             '                                  weight_decay=config["weight_decay"])',
+    """Width, depth, heads, optimiser, data, precision and schedule are written the same way in
+    every generator, each value read from the block (DEFAULTS) through the config."""
+    lines = ['parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels',
+             ('parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], '
+              'help="transformer'),
+             'parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention',
+             'formatter_class=runs.Help)',
+             'generator = torch.Generator(device).manual_seed(config["seed"])',
+             ('optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], '
+              'betas=config["adamw_betas"],\n                                  '
+              'weight_decay=config["weight_decay"])'),
+             'scaler = runs.grad_scaler(device)',
              'model, tokenizer = build(config)',
-             'training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode)',
+             ('training = data.TrainingData(config["data"], config["train_per_comp"], '
+              'tokenizer.encode, device)'),
              'ema = runs.ema_copy(model)',
              'batch, latents = training.batch(config["batch_size"], generator)',
              'group["lr"] = runs.learning_rate(config, step)',
-             'decay = min(0.999, (1 + step) / (10 + step))',
-             'torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)']
+             'with runs.autocast(device):',
+             'scaler.scale(loss).backward()\n        scaler.unscale_(optimizer)',
+             ('torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])\n'
+              '        scaler.step(optimizer)\n        scaler.update()'),
+             'decay = min(config["ema_decay"], (1 + step) / (10 + step))',
+             'loss = loss.item()']
     for path in GENERATORS:
         source = open(os.path.join(ROOT, path)).read()
         for line in lines:
             assert line in source, f"{path} lacks: {line}"
+
+
+ALLOWED = {("dit.py", "lr"): 2e-3}     # DiT's own rate, from the recipe study (results/README.md)
+
+
+def test_every_generator_trains_with_the_same_block_of_defaults_but_the_differences_named():
+    """DEFAULTS, the block at the top of each config section, holds the same values in every
+    generator but for ALLOWED; jepa_maskgit.py reads maskgit.py's; and each value is what the
+    flag (or, for what no flag changes, the config) starts at, so --help and config.json show it."""
+    import importlib
+    first = importlib.import_module("maskgit").DEFAULTS
+    for path in GENERATORS + ["jepa_maskgit.py"]:
+        module = importlib.import_module(path[:-3])
+        block = getattr(module, "DEFAULTS", None) if path != "jepa_maskgit.py" else first
+        assert path != "jepa_maskgit.py" or not hasattr(module, "DEFAULTS"), "jepa: maskgit's block"
+        differs = {key for key in first if block[key] != first[key]}
+        assert set(block) == set(first) and differs == {k for p, k in ALLOWED if p == path}, path
+        assert all(block[key] == value for (p, key), value in ALLOWED.items() if p == path), path
+        config = vars(module.parse([])[1])
+        assert {key: config[key] for key in block} == block, path
+    assert not hasattr(importlib.import_module("runs"), "CONSTANTS")    # no code written as strings
 
 
 def test_the_copies_are_compared_with_their_comments():
@@ -87,7 +123,8 @@ def test_the_copies_are_compared_with_their_comments():
 
 
 def test_every_generator_offers_build_draw_and_its_sampling_settings():
-    """What tools/ and inside.py use of a generator, and nothing else: parse, build, draw, SAMPLING."""
+    """What tools/ and inside.py use of a generator, and nothing else: parse, build, draw,
+    SAMPLING."""
     import importlib
     import runs
     for name in runs.MODELS:
@@ -95,4 +132,5 @@ def test_every_generator_offers_build_draw_and_its_sampling_settings():
         parser, args = module.parse([])
         model, tokenizer = module.build(vars(args))
         assert all(key in vars(args) for key in module.SAMPLING), name
-        assert callable(module.draw) and hasattr(tokenizer, "decode") and sum(p.numel() for p in model.parameters())
+        assert callable(module.draw) and hasattr(tokenizer, "decode")
+        assert sum(p.numel() for p in model.parameters())

@@ -17,9 +17,9 @@ import torch
 import data
 import dit
 import givt
+import judge
 import mar
 import maskgit
-import probe
 
 BATCH, WIDTH, DEPTH = 16, 64, 2
 IMAGES, BITS, LATENTS = data.make_dataset(["000", "010"], 128, seed=3)
@@ -27,7 +27,8 @@ ASKED = np.repeat([[0, 0, 0], [0, 1, 0]], 8, 0)                          # 8 sam
 
 
 def train_and_sample(model, loss, sample, steps, generator, lr=2e-3):
-    """AdamW on batches of the two compositions, then 8 samples of each (conditioned on new latents)."""
+    """AdamW on batches of the two compositions, then 8 samples of each (conditioned on new
+    latents)."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     for _ in range(steps):
         index = torch.randint(len(IMAGES), (BATCH,), generator=generator)
@@ -54,13 +55,16 @@ IDS = CODEBOOK.encode(IMAGES)                                               # (N
 CASES = {
     "dit": (lambda: dit.DiT(48, WIDTH, DEPTH),
             lambda m, i, v, p, g: dit.flow_loss(m, TOKENS[i], v, p, g),
-            lambda m, v, p, g: PIXELS.decode(dit.sample(m, v, p, 48, 25, g)).clip(0, 1), 800, "composed"),
+            lambda m, v, p, g: PIXELS.decode(dit.sample(m, v, p, 48, 25, g)).clip(0, 1), 800,
+            "composed"),
     "maskgit": (lambda: maskgit.MaskGIT(CODEBOOK.vocab_size, WIDTH, DEPTH),
                 lambda m, i, v, p, g: maskgit.masked_loss(m, IDS[i], v, p, g),
-                lambda m, v, p, g: CODEBOOK.decode(maskgit.sample(m, v, p, 10, g)), 800, "composed"),
+                lambda m, v, p, g: CODEBOOK.decode(maskgit.sample(m, v, p, 10, g)), 800,
+                "composed"),
     "mar": (lambda: mar.MAR(48, WIDTH, DEPTH),
             lambda m, i, v, p, g: mar.masked_loss(m, TOKENS[i], v, p, g),
-            lambda m, v, p, g: PIXELS.decode(mar.sample(m, v, p, 48, 10, g)).clip(0, 1), 600, "composed"),
+            lambda m, v, p, g: PIXELS.decode(mar.sample(m, v, p, 48, 10, g)).clip(0, 1), 600,
+            "composed"),
 }
 
 
@@ -68,7 +72,8 @@ def colour_follows(images, bits):
     """Per sample: its bright pixels (> 0.4) are, on average, of the asked colour (more blue than
     red for blue; GIVT's pixels are speckled, so their mean, not each pixel, is read)."""
     bright = np.asarray(images).max(-1) > 0.4
-    blue = np.array([image[b][:, 2].mean() > image[b][:, 0].mean() if b.any() else -1 for image, b in zip(images, bright)])
+    blue = np.array([image[b][:, 2].mean() > image[b][:, 0].mean() if b.any() else -1
+                     for image, b in zip(images, bright)])
     return blue == bits[:, 1]
 
 
@@ -89,19 +94,21 @@ import numpy as np
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
 import test_learning
 for name in sys.argv[4:]:
-    np.savez(f"{sys.argv[3]}/{name}.npz", *(test_learning.givt_densities(),) if name == "givt" else test_learning.draw(name))
+    np.savez(f"{sys.argv[3]}/{name}.npz",
+             *(test_learning.givt_densities(),) if name == "givt" else test_learning.draw(name))
 """
 
 
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
-    """name -> (images, bits) of every case, and givt's densities; or what went wrong in drawing it."""
+    """name -> (images, bits) of every case, and givt's densities; or what went wrong in drawing
+    it."""
     folder = tmp_path_factory.mktemp("learning")
     here = os.path.dirname(os.path.abspath(__file__))
     results = {}
     with open(folder / "stderr", "w+") as stderr:
-        process = subprocess.Popen([sys.executable, "-c", DRAW_BESIDE, os.path.dirname(here), here, str(folder),
-                                    *BESIDE], stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen([sys.executable, "-c", DRAW_BESIDE, os.path.dirname(here), here,
+                                    str(folder), *BESIDE], stdout=subprocess.DEVNULL, stderr=stderr)
         try:
             for name in CASES:
                 if name not in BESIDE:
@@ -111,7 +118,7 @@ def drawn(tmp_path_factory):
                         results[name] = error
             process.wait(timeout=1200)
         finally:
-            process.kill()                                         # if it is still running, something broke
+            process.kill()                                 # if it is still running, something broke
             process.wait()
         stderr.seek(0)
         said = stderr.read()
@@ -121,7 +128,8 @@ def drawn(tmp_path_factory):
             saved = np.load(path)
             results[name] = tuple(saved[key] for key in saved.files)
         else:
-            results[name] = f"the second process drew no {name} (exit {process.returncode}):\n{said[-3000:]}"
+            results[name] = (f"the second process drew no {name} (exit {process.returncode}):\n"
+                             f"{said[-3000:]}")
     return results
 
 
@@ -133,10 +141,12 @@ def test_a_small_generator_draws_the_composition_it_is_asked_for(name, drawn):
     if isinstance(drawn[name], str):
         pytest.fail(drawn[name])
     images, bits = drawn[name]
-    right = probe.readings(images, bits)[reading]
-    assert right.mean() >= 0.5, f"{name}: {reading} {100 * right.mean():.0f}% of 16 samples after {steps} steps"
+    right = judge.readings(images, bits)[reading]
+    assert right.mean() >= 0.5, (
+        f"{name}: {reading} {100 * right.mean():.0f}% of 16 samples after {steps} steps")
     follows = colour_follows(images, bits)
-    assert follows.mean() >= 0.8, f"{name}: {100 * follows.mean():.0f}% of 16 samples in the asked colour"
+    assert follows.mean() >= 0.8, (
+        f"{name}: {100 * follows.mean():.0f}% of 16 samples in the asked colour")
 
 
 def givt_densities():
@@ -147,11 +157,13 @@ def givt_densities():
     model = givt.GIVT(48, 8, WIDTH, DEPTH)
     images, bits, latents = data.make_dataset(["000", "010"], 32, seed=9)
     x = PIXELS.encode(images).float()
-    hidden = torch.ones(len(x), 64, dtype=torch.bool)                       # every token: only the condition
-    on_object = torch.as_tensor(data.patchify(images.max(-1, keepdims=True) > 0.3, 4).any(-1))   # (N, 64)
+    hidden = torch.ones(len(x), 64, dtype=torch.bool)              # every token: only the condition
+    bright = images.max(-1, keepdims=True) > 0.3
+    on_object = torch.as_tensor(data.patchify(bright, 4).any(-1))                    # (N, 64)
     red, blue = np.flatnonzero(bits[:, 1] == 0), np.flatnonzero(bits[:, 1] == 1)    # 32 of each
     swapped = latents.copy()
-    swapped[red, 1:4], swapped[blue, 1:4] = latents[blue, 1:4], latents[red, 1:4]   # each asks the other colour
+    # each asks the other colour
+    swapped[red, 1:4], swapped[blue, 1:4] = latents[blue, 1:4], latents[red, 1:4]
 
     def nll(condition_latents):
         values, present = data.conditioning(condition_latents, "continuous", train=False)
@@ -161,7 +173,8 @@ def givt_densities():
                                  scales[on_object]).mean().item() / 48
 
     before = nll(latents)
-    train_and_sample(model.train(), lambda m, i, v, p: givt.masked_loss(m, TOKENS[i], v, p, generator),
+    train_and_sample(model.train(),
+                     lambda m, i, v, p: givt.masked_loss(m, TOKENS[i], v, p, generator),
                      lambda m, v, p: None, 800, generator)
     return np.array([before, nll(latents), nll(swapped)])
 
@@ -173,5 +186,7 @@ def test_givt_learns_the_density_its_condition_asks_for(drawn):
     if isinstance(drawn["givt"], str):
         pytest.fail(drawn["givt"])
     before, right, wrong = drawn["givt"][0]
-    assert right < before - 0.3, f"GIVT's nll per value on the object {before:.2f} -> {right:.2f} in 800 steps"
-    assert right < wrong - 0.5, f"under the right colour's condition {right:.3f}, the other's {wrong:.3f}"
+    assert right < before - 0.3, (
+        f"GIVT's nll per value on the object {before:.2f} -> {right:.2f} in 800 steps")
+    assert right < wrong - 0.5, (
+        f"under the right colour's condition {right:.3f}, the other's {wrong:.3f}")

@@ -30,19 +30,20 @@ def test_mask_schedule_ends():
 def test_the_linear_schedule_hides_one_minus_r():
     r = torch.linspace(0, 1, 11)
     assert torch.allclose(maskgit.mask_ratio(r, "linear"), 1 - r)
-    mask = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0), "linear")
-    assert abs(mask.sum(1).float().mean().item() / 64 - 0.5) < 0.03           # E[1 - r] = 1/2
+    hidden = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0), "linear")
+    assert abs(hidden.sum(1).float().mean().item() / 64 - 0.5) < 0.03           # E[1 - r] = 1/2
     full = torch.ones(1, 64, dtype=torch.bool)
     counts = [maskgit.remask_count(s, 8, 64, full, "linear") for s in range(8)]
     assert counts == [56, 48, 40, 32, 24, 16, 8, 0]                        # (1 - (s + 1) / 8) * 64
-    assert maskgit.remask_count(1, 8, 64, full) == math.floor(math.cos(math.pi / 8) * 64)   # cosine: the default
+    # cosine: the default
+    assert maskgit.remask_count(1, 8, 64, full) == math.floor(math.cos(math.pi / 8) * 64)
     with pytest.raises(ValueError, match="unknown mask schedule 'Linear'"):
         maskgit.mask_ratio(r, "Linear")
 
 
 def test_random_mask_counts():
-    mask = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0))
-    counts = mask.sum(1)
+    hidden = maskgit.random_mask(2000, 64, torch.Generator().manual_seed(0))
+    counts = hidden.sum(1)
     assert counts.min() >= 1 and counts.max() <= 64
     # E[cos(pi r / 2)] = 2 / pi of the tokens are hidden on average
     assert abs(counts.float().mean().item() / 64 - 2 / math.pi) < 0.03
@@ -62,11 +63,11 @@ def test_no_leakage_of_masked_answers():
     for p in model.parameters():                                            # leave the zero init
         torch.nn.init.normal_(p, std=0.05)
     ids = torch.randint(VOCAB, (4, 64))
-    mask = maskgit.random_mask(4, 64, torch.Generator().manual_seed(1))
-    other = torch.where(mask, (ids + 1) % VOCAB, ids)
+    hidden = maskgit.random_mask(4, 64, torch.Generator().manual_seed(1))
+    other = torch.where(hidden, (ids + 1) % VOCAB, ids)
     values, present = condition(4)
-    a = model(ids.masked_fill(mask, model.mask_id), values, present)
-    b = model(other.masked_fill(mask, model.mask_id), values, present)
+    a = model(ids.masked_fill(hidden, model.mask_id), values, present)
+    b = model(other.masked_fill(hidden, model.mask_id), values, present)
     assert torch.equal(a, b)
 
 
@@ -123,18 +124,21 @@ def test_label_smoothing_costs_a_sure_model_about_e_log_odds_and_zero_changes_no
     torch.manual_seed(0)
     model = maskgit.MaskGIT(vocab_size=32, width=32, depth=1, heads=2)
     ids = torch.randint(32, (4, 64))
-    values, present = data.conditioning(data.sample_latents([[0, 0, 0]] * 4, np.random.default_rng(0)),
+    values, present = data.conditioning(data.sample_latents([[0, 0, 0]] * 4,
+                                                            np.random.default_rng(0)),
                                         "continuous", train=False)
     plain = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1))
     same = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1), 0.0)
     assert torch.equal(plain, same)
-    model.forward = lambda masked_ids, v, p: torch.nn.functional.one_hot(ids, 32).float() * 20   # sure and right
+    # sure and right
+    model.forward = lambda shown, v, p: torch.nn.functional.one_hot(ids, 32).float() * 20
     sure = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1))
-    smoothed = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1), 0.1)
+    smoothed = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(1),
+                                   0.1)
     assert sure < 1e-6 and abs(smoothed - 0.1 * 20 * 31 / 32) < 0.01
 
 
-# ---------------------------------------------------------------- each method function, held directly
+# -------------------------------------------------------------- each method function, held directly
 class Fixed(torch.nn.Module):
     """A stand-in network: the same logits (T, V) for every image, whatever it is shown; it keeps
     what it was shown, so a test can see which positions were hidden."""
@@ -156,10 +160,10 @@ def test_mask_ratio_is_cos_pi_r_over_2_between_the_ends():
 
 
 def test_random_mask_hides_the_ceiling_of_gamma_r_T_with_r_drawn_first():
-    mask = maskgit.random_mask(500, 64, torch.Generator().manual_seed(3))
+    hidden = maskgit.random_mask(500, 64, torch.Generator().manual_seed(3))
     r = torch.rand(500, generator=torch.Generator().manual_seed(3))           # the same first draw
     expected = (torch.cos(math.pi / 2 * r) * 64).ceil().clamp(min=1)
-    assert torch.equal(mask.sum(1), expected.long())
+    assert torch.equal(hidden.sum(1), expected.long())
 
 
 def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_alone():
@@ -168,21 +172,22 @@ def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_alone():
     ids = torch.randint(VOCAB, (6, 64), generator=torch.Generator().manual_seed(1))
     values, present = condition(6)
     loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(2))
-    mask = maskgit.random_mask(6, 64, torch.Generator().manual_seed(2))
-    assert torch.equal(model.seen[0], ids.masked_fill(mask, VOCAB))          # hidden exactly there
+    hidden = maskgit.random_mask(6, 64, torch.Generator().manual_seed(2))
+    assert torch.equal(model.seen[0], ids.masked_fill(hidden, VOCAB))        # hidden exactly there
     log_p = logits.log_softmax(-1).expand(6, -1, -1).gather(-1, ids[..., None])[..., 0]
-    assert loss.item() == pytest.approx(-log_p[mask].mean().item(), rel=1e-5)
+    assert loss.item() == pytest.approx(-log_p[hidden].mean().item(), rel=1e-5)
 
 
 def test_remask_count_follows_the_schedule_and_never_goes_below_zero():
     full = torch.ones(1, 64, dtype=torch.bool)
-    for schedule, gamma in (("cosine", lambda r: math.cos(math.pi / 2 * r)), ("linear", lambda r: 1 - r)):
+    for schedule, gamma in (("cosine", lambda r: math.cos(math.pi / 2 * r)),
+                            ("linear", lambda r: 1 - r)):
         counts = [maskgit.remask_count(s, 10, 64, full, schedule) for s in range(10)]
         assert counts == [math.floor(gamma((s + 1) / 10) * 64) for s in range(9)] + [0], schedule
     assert maskgit.remask_count(3, 100, 64, torch.zeros(1, 64, dtype=torch.bool)) == 0   # all drawn
     two_left = torch.zeros(1, 64, dtype=torch.bool)
     two_left[0, :2] = True
-    assert maskgit.remask_count(0, 100, 64, two_left) == 1                 # one fewer than now, at least
+    assert maskgit.remask_count(0, 100, 64, two_left) == 1            # one fewer than now, at least
 
 
 def test_decoding_commits_the_most_confident_ids_first():
@@ -192,7 +197,8 @@ def test_decoding_commits_the_most_confident_ids_first():
     logits[:8, 5] = 20.0
     model = Fixed(logits)
     values, present = condition(4)
-    maskgit.sample(model, values, present, 2, torch.Generator().manual_seed(0), choice_temperature=0.0)
+    maskgit.sample(model, values, present, 2, torch.Generator().manual_seed(0),
+                   choice_temperature=0.0)
     after_first = model.seen[1] != VOCAB                                    # committed by step 1
     assert (after_first.sum(1) == 64 - math.floor(math.cos(math.pi / 4) * 64)).all()
     assert after_first[:, :8].all() and (model.seen[1][:, :8] == 5).all()
@@ -203,4 +209,4 @@ def test_decoding_draws_ids_from_the_head_not_its_most_likely_one():
     logits[:, 0], logits[:, 1] = math.log(0.7), math.log(0.3)
     values, present = condition(50)
     ids = maskgit.sample(Fixed(logits), values, present, 1, torch.Generator().manual_seed(0))
-    assert abs((ids == 1).float().mean().item() - 0.3) < 0.02              # 3,200 draws of p(1) = 0.3
+    assert abs((ids == 1).float().mean().item() - 0.3) < 0.02            # 3,200 draws of p(1) = 0.3

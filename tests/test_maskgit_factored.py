@@ -30,11 +30,12 @@ def test_the_joint_is_the_product_of_the_two_parts():
     values, present = condition(2)
     c, states = model.hidden_states(ids, values, present)
     shift, scale = model.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-    raw = model.head(maskgit.modulate(model.final_norm(states[-1]), shift, scale))      # (B, T, M + C)
+    raw = model.head(maskgit.modulate(model.final_norm(states[-1]), shift, scale))   # (B, T, M + C)
     p_mask, p_colour = raw[..., :MASKS].softmax(-1), raw[..., MASKS:].softmax(-1)
     p = model(ids, values, present).softmax(-1)
-    for m, colour in ((0, 0), (3, 1), (15, 1)):                            # id = mask * colours + colour
-        assert torch.allclose(p[..., m * COLOURS + colour], p_mask[..., m] * p_colour[..., colour], atol=1e-6)
+    for m, colour in ((0, 0), (3, 1), (15, 1)):                       # id = mask * colours + colour
+        assert torch.allclose(p[..., m * COLOURS + colour], p_mask[..., m] * p_colour[..., colour],
+                              atol=1e-6)
     # so the cross-entropy of a code is the two parts' cross-entropies added
     target = torch.tensor([7 * COLOURS + 1])
     joint = F.cross_entropy(model(ids, values, present)[0, :1], target)
@@ -60,7 +61,8 @@ def test_a_pair_never_trained_together_gets_mass_when_each_part_was_trained():
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            reach[name] = model(masked, values, present).softmax(-1)[..., 3 * COLOURS + 1].mean().item()
+            p = model(masked, values, present).softmax(-1)
+            reach[name] = p[..., 3 * COLOURS + 1].mean().item()
     assert 0.2 < reach["factored"] < 0.3 and reach["joint"] < 0.01, reach
 
 

@@ -26,8 +26,10 @@ def reading(folder):
 def test_a_tiny_run_repeats_the_record(script, tiny_run):
     loss, pixel = reading(tiny_run(script))
     expected = json.load(open(RECORD))[script]
-    assert loss == pytest.approx(expected["loss"], rel=1e-5), f"{script}: the loss moved; see this file's docstring"
-    assert abs(pixel - expected["mean_pixel"]) <= 0.5, f"{script}: the samples moved; see this file's docstring"
+    assert loss == pytest.approx(expected["loss"], rel=1e-5), (
+        f"{script}: the loss moved; see this file's docstring")
+    assert abs(pixel - expected["mean_pixel"]) <= 0.5, (
+        f"{script}: the samples moved; see this file's docstring")
 
 
 if __name__ == "__main__":                        # write the record again, from the same tiny runs

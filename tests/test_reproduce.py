@@ -1,4 +1,5 @@
-"""tools/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume what is not.
+"""tools/reproduce.py at its tiny budget: every run, figure and table; skip what is done, resume
+what is not.
 
 The suite is called in this process (its main(argv), as its command line does) where its exit on
 Ctrl-C is not under test; its runs are its own subprocesses either way."""
@@ -23,8 +24,8 @@ def suite(tmp_path, *flags):
     """tools/reproduce.py --budget tiny ... in this process: returns normally where the command
     exits 0; its refusals and failures raise SystemExit, as they end the command."""
     import reproduce
-    reproduce.main(["--budget", "tiny", "--device", "cpu", "--workers", "2", "--runs", str(tmp_path / "runs"),
-                    *map(str, flags)])
+    reproduce.main(["--budget", "tiny", "--device", "cpu", "--workers", "2", "--runs",
+                    str(tmp_path / "runs"), *map(str, flags)])
 
 
 def launches(folder):
@@ -33,7 +34,7 @@ def launches(folder):
 
 
 SOME = {"ladder": ["dit"], "tokenizers": ["dit-pca"], "causal": ["ar-gmm"],
-        "objects": ["objects-one-local"]}                  # the tiny suite's run of every kind, not all 26
+        "objects": ["objects-one-local"]}           # the tiny suite's run of every kind, not all 26
 
 
 def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path, monkeypatch):
@@ -43,25 +44,31 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path, monkeyp
     runs = tmp_path / "runs"
     # an interrupted run: its checkpoint stops at step 2 of the 3 the budget asks for
     interrupted = runs / "tokenizers" / "runs" / "dit-pca-seed0"
-    scripts.main("dit.py", "--steps", "2", "--eval-every", "2", "--samples-per-comp", "2", "--train-per-comp", "100",
-                 "--batch-size", "8", "--device", "cpu", "--seed", "0", "--tokenizer", "pca", "--out", interrupted)
+    scripts.main("dit.py", "--steps", "2", "--eval-every", "2", "--samples-per-comp", "2",
+                 "--train-per-comp", "100", "--batch-size", "8", "--device", "cpu", "--seed", "0",
+                 "--tokenizer", "pca", "--out", interrupted)
     step_two = json.loads((interrupted / "metrics.jsonl").read_text().splitlines()[0])
 
     suite(tmp_path)                                                     # raises if a run failed
-    resumed = [json.loads(line) for line in (interrupted / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in resumed] == [2, 3] and resumed[0] == step_two   # continued, not redone
+    resumed = [json.loads(line)
+               for line in (interrupted / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in resumed] == [2, 3] and resumed[0] == step_two  # continued, not rerun
     for question, members in reproduce.QUESTIONS.items():
         for name in members:
             folder = runs / question / "runs" / f"{name}-seed0"
             assert launches(folder) == 1, folder                         # dit-pca: resumed once
-        assert (runs / question / "table.md").exists() and (runs / question / "novel.png").stat().st_size > 10_000
-    for name in SOME["ladder"]:                                         # the time course: 3 -> 6 steps
-        history = map(json.loads, open(runs / "long-runs" / "runs" / f"{name}-seed0" / "metrics.jsonl"))
+        assert (runs / question / "table.md").exists()
+        assert (runs / question / "novel.png").stat().st_size > 10_000
+    for name in SOME["ladder"]:                                      # the time course: 3 -> 6 steps
+        history = map(json.loads,
+                      open(runs / "long-runs" / "runs" / f"{name}-seed0" / "metrics.jsonl"))
         assert [m["step"] for m in history] == [2, 3, 4, 6]
-    ladder, causal = (runs / "ladder" / "table.md").read_text(), (runs / "causal" / "table.md").read_text()
+    ladder = (runs / "ladder" / "table.md").read_text()
+    causal = (runs / "causal" / "table.md").read_text()
     assert "## Drawn exactly as asked" in (runs / "objects" / "table.md").read_text()
-    assert "| `dit.py --batch-size 8 --eval-every 2 --samples-per-comp 2 --steps 3 --train-per-comp 100` |" in ladder
-    assert "97.3 / 99.0 / 96.9" not in ladder                           # a tiny run is not the paper's setting
+    assert ("| `dit.py --batch-size 8 --eval-every 2 --samples-per-comp 2 --steps 3 "
+            "--train-per-comp 100` |") in ladder
+    assert "97.3 / 99.0 / 96.9" not in ladder                # a tiny run is not the paper's setting
     assert "## The three readings" in causal and "--head gmm" in causal
     assert "[objects](objects/table.md)" in (runs / "README.md").read_text()
 
@@ -79,9 +86,11 @@ def test_the_study_as_a_list_of_commands(tmp_path, capsys):
     suite(tmp_path, "--list")
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == sum(map(len, reproduce.QUESTIONS.values())) + 4
-    assert all(line.startswith("python ") and " --out " in line and " --seed 0 " in line for line in lines)
-    assert "python dit.py --steps 3 " in lines[4] and "--out " + str(tmp_path / "runs" / "ladder" / "runs") in lines[4]
-    assert sum("--steps 6 " in line for line in lines) == 4                # the time course: from step 0
+    assert all(line.startswith("python ") and " --out " in line and " --seed 0 " in line
+               for line in lines)
+    assert "python dit.py --steps 3 " in lines[4]
+    assert "--out " + str(tmp_path / "runs" / "ladder" / "runs") in lines[4]
+    assert sum("--steps 6 " in line for line in lines) == 4           # the time course: from step 0
     assert not (tmp_path / "runs").exists()
 
 
@@ -97,29 +106,35 @@ def test_bad_suite_flags(tmp_path, capsys):
 
 def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
     runs = tmp_path / "runs"
-    process = subprocess.Popen([sys.executable, SCRIPT, "--budget", "tiny", "--device", "cpu", "--workers", "2",
-                                "--runs", str(runs)], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
+    process = subprocess.Popen([sys.executable, SCRIPT, "--budget", "tiny", "--device", "cpu",
+                                "--workers", "2", "--runs", str(runs)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True,
+                               # Ctrl-C as in a terminal
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
-    while not list(runs.glob("*/runs/*/log.txt")) and time.time() < deadline:   # the first runs have started
+    # until the first runs have started
+    while not list(runs.glob("*/runs/*/log.txt")) and time.time() < deadline:
         time.sleep(0.2)
     time.sleep(1)
-    os.killpg(process.pid, signal.SIGINT)                                       # Ctrl-C reaches the whole group
+    os.killpg(process.pid, signal.SIGINT)                           # Ctrl-C reaches the whole group
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 1 and "interrupted; run the same command again to resume" in stderr, stderr[-2000:]
+    assert process.returncode == 1, stderr[-2000:]
+    assert "interrupted; run the same command again to resume" in stderr, stderr[-2000:]
     started = sorted(runs.glob("**/log.txt"))
-    assert 1 <= len(started) <= 4, started                                      # not the 17 runs of the suite
+    assert 1 <= len(started) <= 4, started                            # not the 17 runs of the suite
     time.sleep(3)
-    assert sorted(runs.glob("**/log.txt")) == started                           # and nothing left running
+    assert sorted(runs.glob("**/log.txt")) == started                     # and nothing left running
     assert not (runs / "README.md").exists()
 
 
 def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     import collect
-    config = json.load(open(os.path.join(ROOT, "results", "ladder", "runs", "maskgit", "config.json")))
+    config = json.load(open(os.path.join(ROOT, "results", "ladder", "runs", "maskgit",
+                                         "config.json")))
     assert collect.setting(config) == "maskgit.py"
-    assert collect.setting({**config, "lr": 3e-4, "label_smoothing": 0.1}) == "maskgit.py --label-smoothing 0.1 --lr 0.0003"
+    assert (collect.setting({**config, "lr": 3e-4, "label_smoothing": 0.1})
+            == "maskgit.py --label-smoothing 0.1 --lr 0.0003")
     new = {"model": "dit", "cond": "continuous", "time_dist": "logit-normal"}
     assert collect.setting(new) == "dit.py"
     assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
@@ -127,7 +142,8 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     # a flag whose default follows another's is named where the command needs it: ar.py's tokenizer
     ar = {"model": "ar", "head": "gmm", "tokenizer": "pixels"}
     assert collect.setting(ar) == "ar.py --head gmm"
-    assert collect.setting({**ar, "tokenizer": "codebook"}) == "ar.py --head gmm --tokenizer codebook"
+    assert (collect.setting({**ar, "tokenizer": "codebook"})
+            == "ar.py --head gmm --tokenizer codebook")
     assert collect.setting({**ar, "head": "categorical", "tokenizer": "codebook"}) == "ar.py"
     givt = json.load(open(os.path.join(ROOT, "results", "ladder", "runs", "givt", "config.json")))
     assert collect.setting(givt) == "givt.py"
@@ -136,16 +152,19 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     assert collect.setting({**givt, "mask_schedule": "linear"}) == "givt.py --mask-schedule linear"
 
 
-@pytest.mark.parametrize("script, change", [("givt.py", "mixture_temperature=0"), ("jepa_maskgit.py", "sample_steps=3"),
-                                            ("mar.py", "diffusion_steps=3"), ("ar.py", "temperature=0")])
-def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_run, capsys, script, change):
+@pytest.mark.parametrize("script, change",
+                         [("givt.py", "mixture_temperature=0"),
+                          ("jepa_maskgit.py", "sample_steps=3"), ("mar.py", "diffusion_steps=3"),
+                          ("ar.py", "temperature=0")])
+def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_run, capsys, script,
+                                                                  change):
     import numpy as np
     import resample
-    out = tiny_run(script)                                            # 4 steps, evaluated at 4; only read here
+    out = tiny_run(script)                                 # 4 steps, evaluated at 4; only read here
     same, changed = tmp_path / "same", tmp_path / "changed"
     resample.main([str(out), "--out", str(same)])
     original, redrawn = np.load(out / "samples.npz"), np.load(same / "samples.npz")
-    assert (original["images"] == redrawn["images"]).all()           # nothing changed: the run's own samples
+    assert (original["images"] == redrawn["images"]).all()  # nothing changed: the run's own samples
     resample.main([str(out), "--out", str(changed), "--set", change])
     assert (np.load(changed / "samples.npz")["images"] != original["images"]).any()
     key, value = change.split("=")
@@ -155,9 +174,12 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert line["step"] == 4 and line["loss"] == last["loss"]
     capsys.readouterr()
-    bad, empty = (("temperature=-1", "must be a number >= 0"), ("temperature", "invalid float value: ''")) \
-        if script == "ar.py" else (("sample_steps=0", "a positive integer"), ("sample_steps", "invalid int value: ''"))
-    for argv, said in (([str(out), "--out", str(tmp_path / "x"), "--set", "width=8"], "'width' is not one of them"),
+    bad, empty = (("temperature=-1", "must be a number >= 0"),
+                  ("temperature", "invalid float value: ''")) \
+        if script == "ar.py" else (("sample_steps=0", "a positive integer"),
+                                   ("sample_steps", "invalid int value: ''"))
+    for argv, said in (([str(out), "--out", str(tmp_path / "x"), "--set", "width=8"],
+                        "'width' is not one of them"),
                        ([str(out), "--out", str(tmp_path / "x"), "--set", bad[0]], bad[1]),
                        ([str(out), "--out", str(tmp_path / "x"), "--set", empty[0]], empty[1]),
                        ([str(out), "--out", str(changed)], "already holds metrics.jsonl")):
@@ -165,6 +187,6 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_
             resample.main(argv)
         assert said in str(exit.value.code)
     assert not (tmp_path / "x").exists()
-    if script in ("givt.py", "jepa_maskgit.py"):                    # the masked models' order, checked by name
+    if script in ("givt.py", "jepa_maskgit.py"):         # the masked models' order, checked by name
         with pytest.raises(SystemExit, match="invalid choice: 'confidance'"):
             resample.main([str(out), "--out", str(tmp_path / "x"), "--set", "unmask=confidance"])

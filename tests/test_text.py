@@ -81,7 +81,7 @@ def test_data_text_encoder_ignores_padding_and_reads_the_words():
     ids, present = data.conditioning(latents_of(["111", "000"]), "text", train=False)
     full = encoder(ids, present)                                             # (2, 32), padded to 6
     assert full.shape == (2, 32)
-    cut = encoder(ids[:, :4], present[:, :4])                                # the same words, no pad
+    cut = encoder(ids[:, :4], present[:, :4])                               # the same words, no pad
     torch.testing.assert_close(full, cut)
     assert (full[0] - full[1]).abs().max() > 1e-3                            # the words matter
 
@@ -91,7 +91,7 @@ def test_data_text_encoder_reads_word_order():
     encoder = data.TextEncoder(32)
     ids, present = data.conditioning(latents_of(["111"]), "text", train=False)
     swapped = ids.clone()
-    swapped[:, [1, 2]] = ids[:, [2, 1]]                                      # "a blue small triangle"
+    swapped[:, [1, 2]] = ids[:, [2, 1]]                                    # "a blue small triangle"
     assert (encoder(ids, present) - encoder(swapped, present)).abs().max() > 1e-4
 
 
