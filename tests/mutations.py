@@ -17,11 +17,10 @@ test_common_<flag>_... or test_<script>_<flag>_... (tests/test_flags.py's
 test_every_flag_of_every_script_has_a_row holds the flags to it). A new function or flag comes
 with its test and its row. tests/README.md says how the tests are organised.
 """
-import concurrent.futures
 import os
-import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -637,59 +636,101 @@ def checks_file(assignment):
         return tomllib.load(f)[assignment]["checks"]
 
 
-def try_one(row, folders):
-    """Apply one row in a free copy, run its guards (and its assignment's checks), put the text back:
-    (caught by the tests, caught by the course checks or None, seconds)."""
-    folder = folders.get()
-    try:
-        return try_in(row, folder)
-    finally:
-        folders.put(folder)
+def warm():
+    """Import once, in this process, what every guard's pytest would import again: each row's
+    tests then run in a fork of it (os.fork), and a row costs its tests, not torch's start-up. No
+    file of the repository is imported here, so each fork reads its copy's (mutated) files."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    import numpy  # noqa: F401
+    import pytest  # noqa: F401
+    import torch
+    import tqdm  # noqa: F401
+    torch.set_num_threads(1)
 
 
-def try_in(row, folder):
+def start(row, folder, log):
+    """Write the row's bug into the copy in `folder`, fork, and run its guards (and its assignment's
+    checks) there, the output into `log`: the child's pid, or None if the text is not in the file."""
     path, right, wrong, guards, assignment = row
     source = open(os.path.join(folder, path)).read()
     if source.count(right) != 1:
-        return False, None, 0.0
-    start = time.time()
+        return None
     with open(os.path.join(folder, path), "w") as f:
         f.write(source.replace(right, wrong))
-    try:
-        course = [checks_file(assignment)] if assignment else []
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "--tb=no", "-p", "no:cacheprovider",
-                                 "--disable-warnings", *guards, *course], cwd=folder, capture_output=True, text=True,
-                                env=dict(os.environ, COURSE_DIR=folder, OMP_NUM_THREADS="1"), timeout=600)
-    finally:
-        with open(os.path.join(folder, path), "w") as f:
-            f.write(source)
-    if result.returncode not in (0, 1):                    # interrupted, a usage error, no tests: no answer
-        raise SystemExit(f"error: the tests of {path}: {wrong[:40]!r} did not run:\n{result.stdout[-1500:]}")
-    failed = re.findall(r"^(?:FAILED|ERROR) (\S+?)::", result.stdout, re.MULTILINE)
+    course = [checks_file(assignment)] if assignment else []
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:                                           # the child: its tests, then exit
+        try:
+            signal.alarm(600)                              # a hung row ends as "did not run"
+            out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.chdir(folder)
+            os.environ["COURSE_DIR"] = folder
+            sys.path[:] = [p for p in sys.path if not p.startswith(ROOT)]
+            import pytest
+            code = pytest.main(["-q", "-rf", "--tb=no", "-p", "no:cacheprovider",
+                                "--disable-warnings", *guards, *course])
+        except BaseException:
+            code = 3
+        sys.stdout.flush()
+        os._exit(int(code))
+    return pid, source
+
+
+def verdict(row, status, log):
+    """(caught by the tests, caught by the course checks or None) from the child's exit and output."""
+    path, right, wrong, guards, assignment = row
+    code = os.waitstatus_to_exitcode(status)
+    output = open(log).read()
+    if code not in (0, 1):                                 # interrupted, a usage error, no tests: no answer
+        raise SystemExit(f"error: the tests of {path}: {wrong[:40]!r} did not run (exit {code}):\n"
+                         f"{output[-1500:]}")
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+?)::", output, re.MULTILINE)
     tests = any(name.startswith("tests/") for name in failed)
     checks = any(name.startswith("course/") for name in failed) if assignment else None
-    return tests, checks, time.time() - start
+    return tests, checks
 
 
 def main(argv=None):
     only = set(sys.argv[1:] if argv is None else argv)
     rows = [r for r in MUTATIONS if not only or r[0] in only or r[4] in only]
-    start, missed = time.time(), 0
-    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
-        folders = queue.Queue()
-        for folder in (one, two):                          # two copies: two rows at a time, one per core
+    began, missed = time.time(), 0
+    warm()
+    with tempfile.TemporaryDirectory() as scratch:
+        free = [os.path.join(scratch, "one"), os.path.join(scratch, "two")]   # two rows at a time
+        for folder in free:
             copy_of_repository(folder)
-            folders.put(folder)
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            futures = [pool.submit(try_one, row, folders) for row in rows]
-            for row, future in zip(rows, futures):
-                tests, checks, seconds = future.result()
-                caught = tests and checks is not False
-                missed += not caught
-                course = "" if checks is None else f"; {row[4]} checks {'fail' if checks else 'PASS'}"
-                print(f"{'caught' if caught else 'MISSED'}  {row[0]:<16} {row[2].splitlines()[0].strip()[:60]:<60} "
-                      f"({'tests fail' if tests else 'tests PASS'}{course}; {seconds:.0f} s)", flush=True)
-    print(f"{len(rows) - missed} of {len(rows)} caught in {time.time() - start:.0f} s")
+        waiting, running = list(enumerate(rows)), {}
+        while waiting or running:
+            while waiting and free:
+                i, row = waiting.pop(0)
+                folder = free.pop()
+                log = f"{folder}.log"
+                started = start(row, folder, log)
+                if started is None:                        # the text moved: a miss
+                    missed += 1
+                    print(f"MISSED  {row[0]:<16} {row[2].splitlines()[0].strip()[:60]:<60} "
+                          f"(its text is not in {row[0]} once)", flush=True)
+                    free.append(folder)
+                    continue
+                running[started[0]] = (row, folder, log, started[1], time.time())
+            pid, status = os.wait()
+            row, folder, log, source, t0 = running.pop(pid)
+            with open(os.path.join(folder, row[0]), "w") as f:
+                f.write(source)                            # the copy is right again
+            free.append(folder)
+            tests, checks = verdict(row, status, log)
+            caught = tests and checks is not False
+            missed += not caught
+            course = "" if checks is None else f"; {row[4]} checks {'fail' if checks else 'PASS'}"
+            print(f"{'caught' if caught else 'MISSED'}  {row[0]:<16} {row[2].splitlines()[0].strip()[:60]:<60} "
+                  f"({'tests fail' if tests else 'tests PASS'}{course}; {time.time() - t0:.0f} s)", flush=True)
+    print(f"{len(rows) - missed} of {len(rows)} caught in {time.time() - began:.0f} s")
     return 1 if missed else 0
 
 
