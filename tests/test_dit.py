@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -179,3 +181,39 @@ def test_a_dit_reads_its_condition():
     with torch.no_grad():
         assert not torch.allclose(model(x, t, values, present),
                                   model(x, t, values.flip(0), present), atol=1e-4)
+
+
+# ------------------------------------ the backbone every generator copies (test_ladder: one text)
+def test_dit_sincos_positions_are_the_sin_and_cos_of_the_row_then_the_column():
+    width, side = 16, 3
+    positions = dit.sincos_positions(width, side)                          # (9, 16)
+    for t in range(side * side):
+        row, column = divmod(t, side)                                    # raster order
+        expected = []
+        for axis in (row, column):
+            angles = [axis / 10000 ** (k / 4) for k in range(4)]
+            expected += [math.sin(a) for a in angles] + [math.cos(a) for a in angles]
+        assert torch.allclose(positions[t], torch.tensor(expected), atol=1e-6), t
+
+
+def test_dit_timestep_embedding_is_the_sin_and_cos_of_1000_t_at_geometric_frequencies():
+    t = torch.tensor([0.0, 0.25, 0.9])
+    features = dit.timestep_embedding(t, 8)                                # (3, 8)
+    for i, time in enumerate(t.tolist()):
+        angles = [1000 * time * math.exp(-math.log(10000) * k / 4) for k in range(4)]
+        expected = [math.sin(a) for a in angles] + [math.cos(a) for a in angles]
+        assert torch.allclose(features[i], torch.tensor(expected), atol=1e-4), time
+
+
+def test_dit_condition_embedding_puts_each_hidden_factors_own_null_in_its_place():
+    torch.manual_seed(0)
+    embedding = dit.ConditionEmbedding(16)
+    torch.nn.init.normal_(embedding.null)                  # distinct nulls, as training makes them
+    values = torch.randn(2, 7)
+    present = torch.tensor([[True, True, True, True], [True, False, True, False]])
+    c = embedding(values, present)
+    parts = [embedding.project[g](values[:, lo:hi])
+             for g, (_, lo, hi) in enumerate(data.COND_GROUPS)]
+    assert torch.allclose(c[0], sum(p[0] for p in parts), atol=1e-6)
+    hidden = parts[0][1] + embedding.null[1] + parts[2][1] + embedding.null[3]   # colour, position
+    assert torch.allclose(c[1], hidden, atol=1e-6)

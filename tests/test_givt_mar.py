@@ -269,3 +269,51 @@ def test_mar_masked_loss_is_a_direct_computation_of_eps_prediction():
     x_t = a.sqrt() * x_0 + (1 - a).sqrt() * eps
     assert loss.item() == pytest.approx(((model.diffusion(x_t, t, z) - eps) ** 2).mean().item(),
                                         rel=1e-5)
+
+
+# ---------------------------------------------------- mar.py's network and its per-token denoiser
+def layer_norm(z):
+    return torch.nn.functional.layer_norm(z, (z.shape[-1],), eps=1e-6)
+
+
+def test_mar_a_fresh_residual_block_is_the_identity_and_then_adaln_of_its_mlp():
+    torch.manual_seed(0)
+    block = mar.ResidualBlock(16)
+    h, c = torch.randn(5, 16), torch.randn(5, 16)
+    assert torch.equal(block(h, c), h)                                      # adaLN-Zero
+    torch.nn.init.normal_(block.modulation.weight, std=0.3)
+    shift, scale, gate = block.modulation(torch.nn.functional.silu(c)).chunk(3, -1)
+    expected = h + gate * block.mlp(layer_norm(h) * (1 + scale) + shift)
+    assert torch.allclose(block(h, c), expected, atol=1e-6)
+
+
+def test_mar_the_denoiser_starts_at_zero_and_reads_t_and_z_through_adaln():
+    torch.manual_seed(0)
+    head = mar.DiffusionHead(token_dim=6, width=16)
+    x_t, t, z = torch.randn(5, 6), torch.rand(5), torch.randn(5, 16)
+    assert torch.count_nonzero(head(x_t, t, z)) == 0                        # eps_hat starts at 0
+    for p in head.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    c = head.time(mar.timestep_embedding(t, 16)) + z                        # time and z, added
+    h = head.embed(x_t)
+    for block in head.blocks:
+        h = block(h, c)
+    shift, scale = head.final_modulation(torch.nn.functional.silu(c)).chunk(2, -1)
+    expected = head.out(layer_norm(h) * (1 + scale) + shift)
+    assert torch.allclose(head(x_t, t, z), expected, atol=1e-5)
+
+
+def test_mar_z_is_the_modulated_head_of_the_last_block_with_hidden_tokens_replaced():
+    torch.manual_seed(0)
+    model = mar.MAR(token_dim=6, width=16, depth=2, heads=2)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    x, hidden = torch.randn(2, 64, 6), torch.rand(2, 64) < 0.5
+    values, present = condition(2)
+    c = model.condition(values, present)
+    h = torch.where(hidden[..., None], model.mask_embedding, model.embed(x)) + model.positions
+    for block in model.blocks:
+        h = block(h, c)
+    shift, scale = model.final_modulation(torch.nn.functional.silu(c))[:, None].chunk(2, -1)
+    expected = model.head(layer_norm(h) * (1 + scale) + shift)
+    assert torch.allclose(model(x, hidden, values, present), expected, atol=1e-5)

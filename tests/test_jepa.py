@@ -85,8 +85,9 @@ def refused(argv, capsys):
 
 
 def test_bad_jepa_flags(tmp_path, capsys):
-    code, said = refused(["--jepa-layers", "2,9", "--out", str(tmp_path / "x")], capsys)
-    assert code == 2 and "block 9 does not exist; blocks are 0..3" in said
+    for layers, bad in (("2,9", 9), ("4", 4)):                # 4 blocks: 0..3, one past the last
+        code, said = refused(["--jepa-layers", layers, "--out", str(tmp_path / "x")], capsys)
+        assert code == 2 and f"block {bad} does not exist; blocks are 0..3" in said, layers
     assert not (tmp_path / "x").exists()                         # checked before the folder is made
     for flag, value, message in (("--jepa-weight", "-1", "must be >= 0, got -1.0"),
                                  ("--jepa-momentum", "1.5", "must be in [0, 1], got 1.5")):
@@ -123,3 +124,16 @@ def test_jepa_losses_are_a_direct_computation():
     assert jepa.item() == pytest.approx(expected.item(), rel=1e-5)
     assert cross_entropy.item() == pytest.approx(
         torch.nn.functional.cross_entropy(logits[hidden], ids[hidden]).item(), rel=1e-5)
+
+
+def test_jepa_maskgit_layer_list_reads_each_block_once_in_order():
+    assert jepa_maskgit.layer_list("3,1,3") == [1, 3]
+    assert jepa_maskgit.layer_list("2") == [2]
+
+
+def test_jepa_maskgit_one_predictor_per_predicted_block_each_trained_by_its_loss():
+    predictors = jepa_maskgit.make_predictors(16, [0, 2, 3])
+    assert len(predictors) == 3
+    h = torch.randn(4, 16)
+    sum(p(h).square().mean() for p in predictors).backward()
+    assert all(p[0].weight.grad.abs().sum() > 0 for p in predictors)

@@ -210,3 +210,30 @@ def test_decoding_draws_ids_from_the_head_not_its_most_likely_one():
     values, present = condition(50)
     ids = maskgit.sample(Fixed(logits), values, present, 1, torch.Generator().manual_seed(0))
     assert abs((ids == 1).float().mean().item() - 0.3) < 0.02            # 3,200 draws of p(1) = 0.3
+
+
+def test_maskgit_a_fresh_network_gives_every_code_the_same_logit():
+    """adaLN-Zero on the head: training starts from the uniform distribution over the codebook."""
+    values, present = condition(2)
+    logits = small_model()(torch.randint(VOCAB, (2, 64)), values, present)
+    assert logits.shape == (2, 64, VOCAB) and torch.count_nonzero(logits) == 0
+
+
+def test_maskgit_each_position_enters_as_its_codes_embedding_plus_its_position():
+    """A fresh block is the identity (adaLN-Zero), so every block's output is still the input."""
+    model = small_model()
+    ids = torch.randint(VOCAB + 1, (2, 64))                              # [MASK] included
+    values, present = condition(2)
+    _, states = model.hidden_states(ids, values, present)
+    expected = model.embed(ids) + maskgit.sincos_positions(64, 8)
+    assert all(torch.allclose(state, expected, atol=1e-6) for state in states)
+
+
+def test_maskgit_readout_is_the_modulated_head_of_the_last_state():
+    model = small_model()
+    for layer in (model.final_modulation, model.head):
+        torch.nn.init.normal_(layer.weight, std=0.3)
+    h, c = torch.randn(2, 64, 64), torch.randn(2, 64)
+    shift, scale = model.final_modulation(torch.nn.functional.silu(c))[:, None].chunk(2, -1)
+    normed = torch.nn.functional.layer_norm(h, (64,), eps=1e-6)
+    assert torch.allclose(model.readout(h, c), model.head(normed * (1 + scale) + shift), atol=1e-5)

@@ -4,6 +4,7 @@ model sees, the sampler step by step, the attention masks per image and head, th
 reach (measured by gradients, and by the readings after training), the script's command line,
 and what compares with the kept runs (results/objects/runs)."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -71,6 +72,64 @@ def test_local_conditioning_reaches_the_patches_in_and_next_to_a_location():
     cells = {(j % 8, j // 8) for j in torch.nonzero(near[:, 0]).flatten().tolist()}
     assert cells == {(x, y) for x in (1, 2, 3) for y in (2, 3, 4)}   # patch (2, 3) and the 8 around
     assert not near[:, 1].any()                                 # an absent location reaches none
+
+
+def test_objects_fourier_features_are_u_then_sin_and_cos_at_octaves_of_pi():
+    u = torch.tensor([[0.3, -0.7]])
+    features = objects.fourier(u, bands=3)[0]                               # (2 + 4 * 3,)
+    angles = [math.pi * 2 ** k * v for v in (0.3, -0.7) for k in range(3)]
+    expected = [0.3, -0.7] + [math.sin(a) for a in angles] + [math.cos(a) for a in angles]
+    assert torch.allclose(features, torch.tensor(expected), atol=1e-5)
+
+
+def test_objects_the_local_arm_lets_a_patch_attend_to_the_3x3_patches_around_it_alone():
+    model = objects.ObjectsDiT("local", width=16, depth=1, heads=2)
+    for j, (x, y) in ((8 * 3 + 2, (2, 3)), (0, (0, 0))):                    # token = 8 y + x
+        seen = {(i % 8, i // 8) for i in torch.nonzero(~model.far[j]).flatten().tolist()}
+        assert seen == {(a, b) for a in range(x - 1, x + 2) for b in range(y - 1, y + 2)
+                        if 0 <= a < 8 and 0 <= b < 8}, (x, y)
+
+
+def test_objects_padded_keeps_each_location_in_order_and_marks_the_absent():
+    points, present = objects.padded([np.array([[1.0, 2.0]]), np.zeros((0, 2)),
+                                      np.array([[3.0, 4.0], [5.0, 6.0]])])
+    assert points.shape == (3, 2, 2)
+    assert torch.equal(present, torch.tensor([[True, False], [False, False], [True, True]]))
+    assert torch.equal(points[0, 0], torch.tensor([1.0, 2.0]))                     # (x, y)
+    assert torch.equal(points[2], torch.tensor([[3.0, 4.0], [5.0, 6.0]]))
+    assert torch.equal(points[~present], torch.zeros(3, 2))
+
+
+def test_objects_near_pixels_are_the_pixel_centres_within_the_radius_of_x_y():
+    centre, radius = (5.5, 20.5), 2.5                                       # (x, y) in pixels
+    near = objects.near_pixels(torch.tensor([centre]), radius)[0]           # (H, W): [row, column]
+    expected = torch.tensor([[(column + 0.5 - centre[0]) ** 2 + (row + 0.5 - centre[1]) ** 2
+                              <= radius ** 2 for column in range(32)] for row in range(32)])
+    assert torch.equal(near, expected) and near[20, 5] and not near[5, 20]
+
+
+def test_objects_readings_count_found_asked_locations_and_extra_discs_apart():
+    drawn = np.array([[8.0, 8.0], [24.0, 20.0]], np.float32)               # two discs
+    images = data.render_objects([drawn] * 3)
+    asked = [drawn, drawn[:1], np.concatenate([drawn, [[16.0, 28.0]]])]   # both; one; one more
+    right, found, extra = objects.readings(images, asked)
+    assert right.tolist() == [True, False, False]
+    assert np.allclose(found, [1.0, 1.0, 2 / 3]) and extra.tolist() == [0, 1, 0]
+
+
+def test_objects_headline_and_report_print_exact_then_found(capsys):
+    metrics = {"trained": 0.12, "found_trained": 0.34, "beyond": 0.56, "found_beyond": 0.78,
+               "exact": {str(n): n / 20 for n in objects.ASKED},
+               "found": {str(n): 1 - n / 20 for n in objects.ASKED},
+               "extra": {str(n): n / 4 for n in objects.ASKED},
+               **{key: {"0.2": 0.9} for key in ("locality", "pixel_locality",
+                                                 "locality_within_reach")}}
+    assert objects.headline(metrics).startswith(
+        f"exact (found): trained counts 1-3 12.0 (34.0) | beyond, {objects.BEYOND} 56.0 (78.0)")
+    objects.report(metrics)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["asked", "exact", "found", "extra"]
+    assert lines[1 + 4].split() == ["4", "20.0%", "80.0%", "1.00"]             # 4 asked
 
 
 @pytest.mark.parametrize("trained", [False, True])

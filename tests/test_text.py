@@ -95,14 +95,15 @@ def test_data_text_encoder_reads_word_order():
     assert (encoder(ids, present) - encoder(swapped, present)).abs().max() > 1e-4
 
 
+@pytest.mark.parametrize("mode", ["text", "text-partial"])
 @pytest.mark.parametrize("script", TEXT_GENERATORS)
-def test_text_condition_reaches_the_generator_through_its_condition_embedding(script):
+def test_text_condition_reaches_the_generator_through_its_condition_embedding(script, mode):
     module = __import__(script[:-3])
-    _, args = module.parse(["--cond", "text", "--depth", "1", "--width", "32", "--heads", "2"])
+    _, args = module.parse(["--cond", mode, "--depth", "1", "--width", "32", "--heads", "2"])
     model, _ = module.build(vars(args))
     assert isinstance(model.condition.text, data.TextEncoder)
     assert not hasattr(model.condition, "project")                           # no factor vectors
-    ids, present = data.conditioning(latents_of(["111", "000"]), "text", train=False)
+    ids, present = data.conditioning(latents_of(["111", "000"]), mode, train=False)
     c = model.condition(ids, present)
     assert c.shape == (2, 32) and (c[0] - c[1]).abs().max() > 1e-4
 
