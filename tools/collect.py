@@ -44,6 +44,10 @@ PAPER = {
     "dit.py --cond dropout": "level-2 peaks near 39, then collapses (Fig. 4)",
     "dit.py --cond discrete": "level-2 35–92, about 53 at the end (Fig. 4)",
     "dit.py --cond discrete-dropout": "level-2 about 0 (Fig. 4)",
+    "dit.py --cond text": "74.2 / 71.4 / 48.4 (Table 4, a pretrained text encoder)",
+    "dit.py --cond text-partial": "76.6 / 62.5 / 1.6 (Table 4, partial descriptions)",
+    "maskgit.py --cond text": "84.1 / 52.0 / 1.6 (Table 4, a pretrained text encoder)",
+    "maskgit.py --cond text-partial": "85.2 / 19.9 / 0.3 (Table 4, partial descriptions)",
     "maskgit.py --unmask random": "85.8 / 28.8 novel, against 85.6 / 39.5 by confidence (Table 3)",
     "ar.py": "86.7 / 38.5 / 6.2 (Table 2)",
     "ar.py --head gmm": "90.2 / 64.1 / 46.9 (Table 2, tokenizer not stated)",
@@ -51,6 +55,7 @@ PAPER = {
     "objects.py": "succeeds, 0-10 asked (2509.16447, Fig. 1; by eye)",
     "objects.py --cond one": "fails (2509.16447; by eye)",
     "objects.py --cond one --locality local": "succeeds again (2509.16447; by eye)",
+    "objects.py --cond one --locality patch": "succeeds again (2509.16447; by eye)",
 }
 NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints")
 NOT_RECORDED = "not recorded"                       # a run whose config.json holds no provenance
