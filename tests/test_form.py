@@ -27,10 +27,12 @@ HISTORY = [r"\b20\d\d-\d\d-\d\d\b",                                   # dates
            r"\bearlier (machine|runs?|report|judge)\b",
            r"\b(recipe|default|judge) (of )?(before|until)\b",
            r"\bthe old (judge|recipe|default)\b", r"\bsuperseded\b", r"\bwork[- ]log\b"]
-# Switches for the two strict guards below: each test runs its check either way and fails on
-# it only when its switch is on.
+# The switch for the strict guard below: its test runs the check either way and fails on it
+# only when the switch is on.
 FRONT_PAGE_NUMBERS_NAME_THEIR_FILES = True    # every decimal number on README.md is backed
-EVERY_KEPT_RUN_HAS_PROVENANCE = False          # no kept run's config.json lacks provenance
+# The one study whose runs predate provenance: its table says "not recorded" and the report draws
+# no finding from it. A run without provenance anywhere else fails.
+UNRECORDED_STUDY = "results/recipe"
 
 
 def read(path):
@@ -358,10 +360,9 @@ def test_a_kept_run_without_provenance_is_marked_not_recorded_in_its_table():
     assert not unmarked, f"runs with no provenance whose rows do not say so: {unmarked}"
 
 
-def test_every_kept_run_records_its_provenance():
-    missing = runs_without_provenance()
-    if not EVERY_KEPT_RUN_HAS_PROVENANCE:
-        pytest.skip(f"switched off: {len(missing)} kept runs record no provenance")
+def test_every_kept_run_outside_the_recipe_records_its_provenance():
+    missing = [folder for folder in runs_without_provenance()
+               if not folder.startswith(UNRECORDED_STUDY + "/")]
     assert not missing, f"kept runs whose config.json records no provenance: {missing}"
 
 

@@ -292,12 +292,14 @@ def objects_table(groups, command):
               "(training shows 1 to 3)"), "",
              ("Exact: exactly the asked discs, each at its location (the headline); found: the "
               "share of asked locations with a disc. Locality: the share of a moved location's "
-              "change within 6 px; pixel locality: the share of an untold object's gradient within "
-              "6 px (objects.py)."), "",
+              "change within 6 px, and within the patch arm's reach (objects.REACH_RADIUS, 11.1 "
+              "px); pixel locality: the share of an untold object's gradient within 6 px "
+              "(objects.py)."), "",
              "| setting | seeds | steps | " + " | ".join(map(str, asked))
              + f" | 1-3 exact / found | {span} exact / found | {most} asked: found (%) / extra "
-             "| locality (%) at t = 0.2 / 0.5 / 0.8 | pixel locality (%) at t = 0.2 / 0.5 / 0.8 "
-             "| the paper | commit |", "|" + "---|" * (len(asked) + 10)]
+             "| locality (%) at t = 0.2 / 0.5 / 0.8 | within reach (%) at t = 0.2 / 0.5 / 0.8 "
+             "| pixel locality (%) at t = 0.2 / 0.5 / 0.8 | the paper | commit |",
+             "|" + "---|" * (len(asked) + 11)]
     for name, members in groups.items():
         fs = finals[name]
 
@@ -309,7 +311,7 @@ def objects_table(groups, command):
         at_most = (f"{mean_std([f['found'].get(most) for f in fs])} / "
                    f"{mean_std([f['extra'].get(most) for f in fs], 1)}")
         readings = [" / ".join(cell(key, t) for t in times)
-                    for key in ("locality", "pixel_locality")]
+                    for key in ("locality", "locality_within_reach", "pixel_locality")]
         seeds = ", ".join(str(c["seed"]) for _, c, _ in members)
         lines.append(" | ".join([f"| `{name}`", seeds, str(fs[0]["step"]), *exact, *pairs, at_most,
                                  *readings, PAPER.get(name, ""), f"{commits(members)} |"]))
