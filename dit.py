@@ -200,15 +200,8 @@ def train(config):
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
                                   weight_decay=config["weight_decay"])
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = 0
-    if config["resume"]:
-        state = runs.load_checkpoint(config)
-        model.load_state_dict(state["model"])
-        ema.load_state_dict(state["ema"])
-        optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        generator.set_state(state["rng"])
-        step = state["step"]
+    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
+                       rng=generator)
     evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
     metrics = None
     progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)

@@ -375,6 +375,20 @@ def save_checkpoint(out, **state):
         data.save_atomic(kept, os.path.join(out, "checkpoints", f"step_{state['step']}.pt"))
 
 
+def resume(config, **parts):
+    """The step training starts from: 0, or with --resume its checkpoint's, each part (the model,
+    its EMA, the optimizer, the scaler, a random generator) given the state saved under its name."""
+    if not config["resume"]:
+        return 0
+    state = load_checkpoint(config)
+    for key, part in parts.items():
+        if isinstance(part, torch.Generator):
+            part.set_state(state[key])
+        else:
+            part.load_state_dict(state[key])
+    return state["step"]
+
+
 def load_checkpoint(config):
     """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed, and the clock
     goes on from the last kept evaluation's wall time."""
