@@ -53,10 +53,6 @@ def parse(argv=None):
                         help="the mixture head's continuous tokens (default pixels); the "
                              "categorical head "
                              "reads codebook ids")
-    # the ladder's backbone, the same in every generator
-    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
-    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
-    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
     parser.add_argument("--components", type=int, default=8,
                         help="Gaussians in each token's mixture (gmm)")
     parser.add_argument("--temperature", type=float, default=1.0,

@@ -38,10 +38,6 @@ def parse(argv=None):
     runs.add_common_arguments(parser, MODEL, DEFAULTS)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    # the ladder's backbone, the same in every generator
-    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
-    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
-    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "

@@ -39,10 +39,6 @@ def parse(argv=None):
     runs.add_common_arguments(parser, MODEL, DEFAULTS)
     parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    # the ladder's backbone, the same in every generator
-    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
-    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
-    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
     parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
     parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
                         help="gamma(r), the share of tokens hidden, in training and in decoding")

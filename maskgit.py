@@ -37,10 +37,6 @@ DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_de
 def parse(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
     parser = argparse.ArgumentParser(description=description, formatter_class=runs.Help)
     runs.add_common_arguments(parser, model, DEFAULTS)
-    # the ladder's backbone, the same in every generator
-    parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels per token")
-    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], help="transformer blocks")
-    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention heads")
     parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
     parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
                         help="gamma(r), the share of tokens hidden, in training and in decoding")

@@ -67,9 +67,6 @@ def parse(argv=None):
     parser.add_argument("--locality", default="global", choices=("global", "local", "patch"),
                         help="how the locations enter: tokens all see, or each patch's neighbours "
                              "only (local: patches attend to the 3x3 around them; patch: to none)")
-    parser.add_argument("--width", type=int, default=DEFAULTS["width"])   # the ladder's backbone
-    parser.add_argument("--depth", type=int, default=DEFAULTS["depth"])
-    parser.add_argument("--heads", type=int, default=DEFAULTS["heads"])
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8) (to noise) or U(0, 1)")

@@ -38,7 +38,8 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
 
 def add_common_arguments(parser, model, defaults, shapes2d=True):
     """The flags of the contract, the same in every generator, at the values of the script's own
-    block (DEFAULTS: steps, batch size, rate, warm-up, weight decay, EMA, the first evaluation).
+    block (DEFAULTS: steps, batch size, rate, warm-up, weight decay, EMA, the first evaluation, the
+    backbone's width, depth and heads).
     What no flag changes (AdamW's betas, the clipping norm) goes into the config as it is, so that
     config.json holds every value a run trains with. shapes2d=False (objects.py, another world)
     leaves out the flags of Shapes2D's condition and training set."""
@@ -48,6 +49,10 @@ def add_common_arguments(parser, model, defaults, shapes2d=True):
     parser.add_argument("--lr", type=float, default=defaults["lr"], help="peak AdamW learning rate")
     parser.add_argument("--warm-up-steps", type=int, default=defaults["warm_up_steps"],
                         help="the learning rate rises linearly to --lr over these first steps")
+    # the ladder's backbone, the same in every generator
+    parser.add_argument("--width", type=int, default=defaults["width"], help="channels per token")
+    parser.add_argument("--depth", type=int, default=defaults["depth"], help="transformer blocks")
+    parser.add_argument("--heads", type=int, default=defaults["heads"], help="attention heads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     if shapes2d:

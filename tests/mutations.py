@@ -474,6 +474,10 @@ MUTATIONS = [
      [f"{FL}::test_common_eval_every_sets_the_evaluation_steps"], None),
     ("runs.py", 'return config["lr"] * warm_up\n', "return 1e-3 * warm_up\n",
      [f"{FL}::test_common_lr_sets_the_peak_rate"], None),
+    ("runs.py", 'default=defaults["depth"], help="transformer blocks"',
+     'default=defaults["width"], help="transformer blocks"',
+     ["tests/test_ladder.py::test_every_generator_trains_with_the_same_block_of_defaults_but_the_"
+      "differences_named"], None),
     ("runs.py", 'warm_up = min(1.0, (step + 1) / config["warm_up_steps"])',
      'warm_up = min(1.0, step / config["warm_up_steps"])',
      [f"{FL}::test_common_warm_up_steps_sets_the_rise_of_the_rate"], None),

@@ -65,13 +65,10 @@ def test_no_file_defines_a_piece_twice():
 
 
 def test_the_generators_share_one_backbone_setting():
-    """Width, depth, heads, optimiser, data, precision and schedule are written the same way in
-    every generator, each value read from the block (DEFAULTS) through the config."""
-    lines = ['parser.add_argument("--width", type=int, default=DEFAULTS["width"], help="channels',
-             ('parser.add_argument("--depth", type=int, default=DEFAULTS["depth"], '
-              'help="transformer'),
-             'parser.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="attention',
-             'formatter_class=runs.Help)',
+    """Optimiser, data, precision and schedule are written the same way in every generator, each
+    value read from the block (DEFAULTS) through the config (width, depth and heads are flags of
+    runs.add_common_arguments, at the block's values)."""
+    lines = ['runs.add_common_arguments(parser, ', 'formatter_class=runs.Help)',
              'generator = torch.Generator(device).manual_seed(config["seed"])',
              ('optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], '
               'betas=config["adamw_betas"],\n                                  '
