@@ -43,15 +43,13 @@ def parse(argv=None):
     parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
                         help="gamma(r), the share of tokens hidden, in training and in decoding")
     parser.add_argument("--diffusion-steps", type=int, default=25, help="denoising steps per token")
-    parser.add_argument("--draws", type=int, default=2,
-                        help="(t, noise) draws per hidden token per step (the MAR paper: 4; 2 "
-                             "keeps a CPU run in budget)")
+    parser.add_argument("--draws", type=int, default=2, help="(t, noise) draws per hidden token "
+                        "per step (the MAR paper: 4; 2 keeps a CPU run in budget)")
     parser.add_argument("--temperature", type=float, default=1.0,
                         help="multiplies the sampler's noise")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "
-                             "or U(0, 1), "
-                             "slower to compose (results/README.md, the recipe)")
+                             "or U(0, 1), slower to compose (results/README.md, the recipe)")
     args = parser.parse_args(argv)
     for name in ("sample_steps", "diffusion_steps", "draws"):
         if getattr(args, name) < 1:
@@ -198,7 +196,6 @@ class MAR(nn.Module):
             h = block(h, c)
         shift, scale = self.final_modulation(F.silu(c))[:, None].chunk(2, -1)
         return self.head(modulate(self.final_norm(h), shift, scale))
-
 
 
 def build(config):
