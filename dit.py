@@ -41,7 +41,7 @@ def parse(argv=None):
     parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "
-                             "or U(0, 1), slower to compose (results/README.md, the recipe)")
+                             "or U(0, 1), even over noise levels")
     args = parser.parse_args(argv)
     if args.sample_steps < 1:
         parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")

@@ -49,7 +49,7 @@ def parse(argv=None):
                         help="multiplies the sampler's noise")
     parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "
-                             "or U(0, 1), slower to compose (results/README.md, the recipe)")
+                             "or U(0, 1), even over noise levels")
     args = parser.parse_args(argv)
     for name in ("sample_steps", "diffusion_steps", "draws"):
         if getattr(args, name) < 1:
