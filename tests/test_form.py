@@ -30,9 +30,6 @@ HISTORY = [r"\b20\d\d-\d\d-\d\d\b",                                   # dates
 # The switch for the strict guard below: its test runs the check either way and fails on it
 # only when the switch is on.
 FRONT_PAGE_NUMBERS_NAME_THEIR_FILES = True    # every decimal number on README.md is backed
-# The one study whose runs predate provenance: its table says "not recorded" and the report draws
-# no finding from it. A run without provenance anywhere else fails.
-UNRECORDED_STUDY = "results/recipe"
 
 
 def read(path):
@@ -338,32 +335,15 @@ def kept_runs():
     return [(os.path.dirname(path), json.loads(read(path))) for path in configs]
 
 
-def runs_without_provenance():
-    """The kept runs whose config.json records no provenance (no commit to rebuild them at)."""
-    return [folder for folder, config in kept_runs() if not config.get("provenance")]
-
-
-def test_a_kept_run_without_provenance_is_marked_not_recorded_in_its_table():
-    """Each row that speaks for such a run (its setting's readings, its own time row, the
-    setting's mean) says 'not recorded' in its commit column."""
-    import collect
-    unmarked = []
-    for folder in runs_without_provenance():
-        config = json.loads(read(os.path.join(folder, "config.json")))
-        name, question = os.path.basename(folder), os.path.dirname(os.path.dirname(folder))
-        first = f"| `{collect.setting(config)}` |"
-        rows = [line for line in read(os.path.join(question, "table.md")).splitlines()
-                if line.startswith(first)
-                and ("samples.png" not in line or f"(runs/{name}/samples.png)" in line)]
-        if not rows or any(collect.NOT_RECORDED not in row.split("|")[-2] for row in rows):
-            unmarked.append(folder)
-    assert not unmarked, f"runs with no provenance whose rows do not say so: {unmarked}"
-
-
-def test_every_kept_run_outside_the_recipe_records_its_provenance():
-    missing = [folder for folder in runs_without_provenance()
-               if not folder.startswith(UNRECORDED_STUDY + "/")]
-    assert not missing, f"kept runs whose config.json records no provenance: {missing}"
+def test_every_kept_run_records_its_provenance():
+    """Each kept run names the commit, libraries, threads and hardware it ran on, clean of
+    uncommitted changes, so any number of the report can be rebuilt at its commit; a resampled run
+    also records its sampling's."""
+    missing = [folder for folder, config in kept_runs()
+               if not (config.get("provenance") or {}).get("commit")
+               or config["provenance"]["uncommitted_changes"]
+               or ("resampled_from" in config and not config.get("resample_provenance"))]
+    assert not missing, f"kept runs whose config.json records no clean provenance: {missing}"
 
 
 def test_the_same_command_run_twice_on_one_machine_repeats_bit_for_bit():

@@ -152,6 +152,15 @@ def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
     assert collect.setting({**givt, "mask_schedule": "linear"}) == "givt.py --mask-schedule linear"
 
 
+def test_collect_reads_a_runs_commit_from_its_provenance():
+    import collect
+    clean = {"commit": "0fc5ff413793fdb4eb18be1b64c0fd2222720d84", "uncommitted_changes": False}
+    assert collect.commit({"provenance": clean}) == "0fc5ff4"
+    assert (collect.commit({"provenance": {**clean, "uncommitted_changes": True}})
+            == "0fc5ff4 (uncommitted changes)")
+    assert collect.commit({}) == collect.NOT_RECORDED          # a config.json made by other code
+
+
 @pytest.mark.parametrize("script, change",
                          [("givt.py", "mixture_temperature=0"),
                           ("jepa_maskgit.py", "sample_steps=3"), ("mar.py", "diffusion_steps=3"),
@@ -170,6 +179,8 @@ def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_
     key, value = change.split("=")
     config = json.loads((changed / "config.json").read_text())
     assert float(config[key]) == float(value) and config["resampled_from"] == str(out)
+    trained = json.loads((out / "config.json").read_text())["provenance"]
+    assert config["provenance"] == trained and config["resample_provenance"]["commit"]
     [line] = [json.loads(x) for x in (changed / "metrics.jsonl").read_text().splitlines()]
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert line["step"] == 4 and line["loss"] == last["loss"]

@@ -10,7 +10,8 @@ at the checkpoint's step, samples, pictures) and `tools/collect.py` reads it lik
 a setting marked "(resampled)". Only settings that sampling reads may change, checked as the
 script checks its flags; anything that shapes the network or its training is refused. Sampling
 is on the CPU unless --device says otherwise; a run trained and sampled on a GPU is redrawn bit
-for bit only there.
+for bit only there. The new config.json records the trained run's provenance and, as
+resample_provenance, the sampling's own.
 """
 import argparse
 import contextlib
@@ -53,6 +54,9 @@ def resample(run, out, changes, device="cpu"):
     loss and wall time at the checkpoint's step, plus the seconds this sampling took."""
     step, config, module, model, tokenizer = load_trained(run)
     config.update(parse_settings(module, changes), out=out, device=device, resampled_from=run)
+    with open(os.path.join(run, "config.json")) as f:     # the checkpoint's config holds none
+        trained = json.load(f).get("provenance")
+    config.update(provenance=trained, resample_provenance=runs.provenance(device))
     os.makedirs(out, exist_ok=True)
     for name in ("metrics.jsonl", "ckpt.pt"):
         if os.path.exists(os.path.join(out, name)):
