@@ -53,10 +53,10 @@ def resample(run, out, changes, device="cpu"):
     """Evaluate the run's EMA once with `changes`, into `out`. Its metrics line records the run's
     loss and wall time at the checkpoint's step, plus the seconds this sampling took."""
     step, config, module, model, tokenizer = load_trained(run)
-    config.update(parse_settings(module, changes), out=out, device=device, resampled_from=run)
     with open(os.path.join(run, "config.json")) as f:     # the checkpoint's config holds none
         trained = json.load(f).get("provenance")
-    config.update(provenance=trained, resample_provenance=runs.provenance(device))
+    config.update(parse_settings(module, changes), out=out, device=device, resampled_from=run,
+                  provenance=trained, resample_provenance=runs.provenance(device))
     os.makedirs(out, exist_ok=True)
     for name in ("metrics.jsonl", "ckpt.pt"):
         if os.path.exists(os.path.join(out, name)):
