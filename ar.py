@@ -20,6 +20,7 @@ Sections: config -> model -> the causal order and the two likelihoods -> trainin
 -> evaluation.
 """
 import argparse
+import copy
 import math
 
 import numpy as np
@@ -28,34 +29,40 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import captions
 import data
 import runs
+import tokenizers
 
-MODEL = "ar"
+NAME = "ar"
 SAMPLING = ("temperature",)     # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
-# generator (tests/test_ladder.py holds the copies together). config.json records each value.
-DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_decay=0.0,
-                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
-                width=128, depth=4, heads=4)
+# Every value a run uses unless a flag says otherwise; config.json records each. The first lines
+# are the ladder's one recipe, the same in every generator (tests/test_ladder.py holds the copies
+# together); the last are this generator's own.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, lr_schedule="constant", warm_up_steps=200,
+                weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
+                width=128, depth=4, heads=4, data="fixed", train_per_comp=5000,
+                cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
+                # AR's head, its tokens (None: the head's, codebook ids or pixels) and sampler
+                head="categorical", tokenizer=None, components=8, temperature=1.0)
 
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
-    runs.add_common_arguments(parser, MODEL, DEFAULTS)
-    parser.add_argument("--head", default="categorical", choices=("categorical", "gmm"),
+    runs.add_common_arguments(parser, NAME, DEFAULTS)
+    parser.add_argument("--head", default=DEFAULTS["head"], choices=("categorical", "gmm"),
                         help="the objective: cross-entropy over codebook ids, or a Gaussian "
                              "mixture over vectors")
-    parser.add_argument("--tokenizer", choices=("pixels", "codebook", "pca"),
+    parser.add_argument("--tokenizer", default=DEFAULTS["tokenizer"],
+                        choices=("pixels", "codebook", "pca"),
                         help="the mixture head's continuous tokens (default pixels); the "
-                             "categorical head "
-                             "reads codebook ids")
-    parser.add_argument("--components", type=int, default=8,
+                             "categorical head reads codebook ids")
+    parser.add_argument("--components", type=int, default=DEFAULTS["components"],
                         help="Gaussians in each token's mixture (gmm)")
-    parser.add_argument("--temperature", type=float, default=1.0,
+    parser.add_argument("--temperature", type=float, default=DEFAULTS["temperature"],
                         help="divides the logits (categorical) or multiplies the sampled scales "
                              "(gmm); 0: greedy")
     args = parser.parse_args(argv)
@@ -63,15 +70,11 @@ def parse(argv=None):
         parser.error(f"--tokenizer {args.tokenizer}: the categorical head predicts codebook ids; "
                      "a tokenizer is chosen only with --head gmm")
     args.tokenizer = args.tokenizer or ("codebook" if args.head == "categorical" else "pixels")
-    if args.components < 1:
-        parser.error(f"--components must be a positive integer, got {args.components}")
-    if not (args.temperature >= 0 and math.isfinite(args.temperature)):
-        parser.error(f"--temperature must be a number >= 0, got {args.temperature}")
     return parser, args
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -91,11 +94,11 @@ def modulate(x, shift, scale):
 
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
-    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
+    A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
     def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
             self.project = nn.ModuleList(nn.Linear(hi - lo, width)
                                          for _, lo, hi in data.COND_GROUPS)
@@ -189,17 +192,17 @@ class AR(nn.Module):
         return logits.log_softmax(-1), means, scales
 
 
-
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer (data.py): the codebook's
-    ids for the categorical head, continuous tokens for the mixture."""
+    """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py): the
+    codebook's ids for the categorical head, continuous tokens for the mixture."""
     shape = dict(components=config["components"], width=config["width"], depth=config["depth"],
                  heads=config["heads"], cond=config["cond"])
     if config["head"] == "categorical":
-        codebook = data.load_tokenizer("codebook")
+        codebook = tokenizers.load_tokenizer("codebook")
         return AR("categorical", None, codebook.vocab_size, **shape), codebook
-    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"])
     return AR("gmm", tokenizer.dim, **shape), tokenizer
+
 
 # ---------------------------------------------------- the causal order and the two likelihoods
 def log_density(x, log_weights, means, scales):
@@ -223,22 +226,24 @@ def next_token_loss(model, x, values, present):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, dropout, draws
+    rng = torch.Generator(device).manual_seed(config["seed"])          # every draw of training
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
-    ema = runs.ema_copy(model)                                         # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
-                       rng=generator)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
-        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+    training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
+                                 config["cond_drop"], tokenizer.encode, device)
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
+                                   scaler=scaler, rng=rng)
+    weights, ema_weights = list(model.parameters()), list(ema.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        batch, values, present = training.batch(config["batch_size"], rng)  # tokens, condition
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU
@@ -246,43 +251,32 @@ def train(config):
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                                          # clip true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
-            for p_ema, p in zip(ema.parameters(), model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-        loss = loss.item()                                      # the step's one wait for the device
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}")
-        if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
-                                    title=f"AR ({config['head']}, {config['tokenizer']}, "
-                                          f"{config['cond']})")
-            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
-                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, weights, 1 - decay)    # ema += (1 - d)(model - ema)
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            runs.draw_and_read(draw, ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 # ----------------------------------------------------------------------------- sampling
-def choose_component(log_weights, tau, generator):
+def choose_component(log_weights, tau, rng):
     """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
     weights pi, tau = 0 takes each token's most likely component."""
     # u is drawn even for tau = 0, so that every draw after it stays the same
-    u = torch.rand(log_weights.shape, generator=generator, device=log_weights.device)
+    u = torch.rand(log_weights.shape, generator=rng, device=log_weights.device)
     if tau == 0:
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
 
 
 @torch.no_grad()
-def sample(model, values, present, generator, temperature=1.0, length=64):
+def sample(model, values, present, rng, temperature=1.0, length=64):
     """Raster order: 64 steps, each draws token i from p(x_i | x_<i, c) and appends it."""
-    device = next(model.parameters()).device                # every draw is made there, by generator
+    device = next(model.parameters()).device                      # every draw is made there, by rng
     values, present = values.to(device), present.to(device)
     prefix = (torch.zeros((len(values), 0), dtype=torch.long, device=device) if model.categorical
               else torch.zeros((len(values), 0, model.token_dim), device=device))
@@ -291,31 +285,31 @@ def sample(model, values, present, generator, temperature=1.0, length=64):
             out = model(prefix, values, present)
         if model.categorical:
             logits = out[:, -1].float()                                     # (B, V): the next token
-            u = torch.rand(logits.shape, generator=generator, device=device)    # even when greedy
+            u = torch.rand(logits.shape, generator=rng, device=device)    # even when greedy
             gumbel = -torch.log(-torch.log(u.clamp(1e-20)))
             token = (logits.argmax(-1) if temperature == 0
                      else (logits / temperature + gumbel).argmax(-1))
         else:
             log_weights, means, scales = (p[:, -1].float() for p in out)   # (B, K), (B, K, C)
-            k = choose_component(log_weights, 1.0, generator)                # (B,)
+            k = choose_component(log_weights, 1.0, rng)                      # (B,)
             pick = k[:, None, None].expand(-1, 1, model.token_dim)
             mu, sigma = means.gather(1, pick)[:, 0], scales.gather(1, pick)[:, 0]  # (B, C)
-            noise = torch.randn(mu.shape, generator=generator, device=device)
+            noise = torch.randn(mu.shape, generator=rng, device=device)
             token = mu + temperature * sigma * noise
         prefix = torch.cat([prefix, token[:, None]], 1)
     return prefix
 
 
 # --------------------------------------------------------------------------- evaluation
-def draw(model, tokenizer, config, values, present, generator):
+def draw(model, tokenizer, config, values, present, rng):
     """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
     (values, present)."""
-    x = sample(model, values, present, generator, config["temperature"])
-    return np.asarray(tokenizer.decode(x.cpu())).clip(0, 1)
+    tokens = sample(model, values, present, rng, config["temperature"])
+    return np.asarray(tokenizer.decode(tokens)).clip(0, 1)
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train)
+    runs.run(NAME, get_config(argv), train)
 
 
 if __name__ == "__main__":

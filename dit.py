@@ -11,6 +11,7 @@ by probe.py on all eight.
 Sections: config -> model -> flow matching -> training -> sampling -> evaluation.
 """
 import argparse
+import copy
 import math
 
 import torch
@@ -18,38 +19,49 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import captions
 import data
 import runs
+import tokenizers
 
-MODEL = "dit"
-SAMPLING = ("sample_steps",)    # the settings sampling reads: tools/resample.py may change them
+NAME = "dit"
+SAMPLING = ("sample_steps",)                                     # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
-# generator (tests/test_ladder.py holds the copies together). config.json records each value.
-DEFAULTS = dict(steps=2000, batch_size=64, lr=2e-3, warm_up_steps=200, weight_decay=0.0,
-                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
-                width=128, depth=4, heads=4)    # lr 2e-3: results/README.md, the recipe
+# Every value a run uses unless a flag says otherwise; config.json records each. The first lines
+# are the ladder's one recipe, the same in every generator (tests/test_ladder.py holds the copies
+# together); the last are this generator's own.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=2e-3, lr_schedule="constant", warm_up_steps=200,
+                weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
+                width=128, depth=4, heads=4, data="fixed", train_per_comp=5000,
+                cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
+                # DiT's tokens, noise levels and sampler (lr 2e-3: results/README.md, the recipe)
+                tokenizer="pixels", time_dist="logit-normal", sample_steps=25)
 
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
-    runs.add_common_arguments(parser, MODEL, DEFAULTS)
-    parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
+    runs.add_common_arguments(parser, NAME, DEFAULTS)
+    add_arguments(parser)
+    return parser, parser.parse_args(argv)
+
+
+def add_arguments(parser):
+    """The generator's own flags, each at its DEFAULTS value."""
+    parser.add_argument("--tokenizer", default=DEFAULTS["tokenizer"],
+                        choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
-    parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
+    parser.add_argument("--time-dist", default=DEFAULTS["time_dist"],
+                        choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "
                              "or U(0, 1), even over noise levels")
-    args = parser.parse_args(argv)
-    if args.sample_steps < 1:
-        parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
-    return parser, args
+    parser.add_argument("--sample-steps", type=int, default=DEFAULTS["sample_steps"],
+                        help="Euler steps when sampling")
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -69,11 +81,11 @@ def modulate(x, shift, scale):
 
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
-    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
+    A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
     def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
             self.project = nn.ModuleList(nn.Linear(hi - lo, width)
                                          for _, lo, hi in data.COND_GROUPS)
@@ -149,8 +161,8 @@ class DiT(nn.Module):
 
 
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
-    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py)."""
+    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"])
     return DiT(tokenizer.dim, config["width"], config["depth"], config["heads"],
                cond=config["cond"]), tokenizer
 
@@ -164,18 +176,18 @@ def noisy(x_0, t, eps):
     return (1 - t[:, None, None]) * x_0 + t[:, None, None] * eps           # q(x_t | x_0)
 
 
-def draw_time(n, kind, generator):
+def draw_time(n, kind, rng):
     """Where training spends its effort. uniform: t ~ U(0, 1). logit-normal:
     t = sigmoid(0.8 n + 0.8), n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels
     25 sampling steps hardly visit."""
     if kind == "uniform":
-        return torch.rand(n, generator=generator, device=generator.device)
-    return torch.sigmoid(0.8 * torch.randn(n, generator=generator, device=generator.device) + 0.8)
+        return torch.rand(n, generator=rng, device=rng.device)
+    return torch.sigmoid(0.8 * torch.randn(n, generator=rng, device=rng.device) + 0.8)
 
 
-def flow_loss(model, x_0, values, present, generator, time_dist="logit-normal"):
-    t = draw_time(len(x_0), time_dist, generator)
-    eps = torch.randn(x_0.shape, generator=generator, device=x_0.device)
+def flow_loss(model, x_0, values, present, rng, time_dist="logit-normal"):
+    t = draw_time(len(x_0), time_dist, rng)
+    eps = torch.randn(x_0.shape, generator=rng, device=x_0.device)
     x_t = noisy(x_0, t, eps)
     x0_hat = model(x_t, t, values, present)
     # Velocity loss ||v_hat - v||^2 = ||x0_hat - x_0||^2 / t^2, t floored to keep it finite.
@@ -187,57 +199,49 @@ def flow_loss(model, x_0, values, present, generator, time_dist="logit-normal"):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, t, eps, dropout
+    rng = torch.Generator(device).manual_seed(config["seed"])          # every draw of training
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
-    ema = runs.ema_copy(model)                                         # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
-                       rng=generator)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
-        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+    training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
+                                 config["cond_drop"], tokenizer.encode, device)
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
+                                   scaler=scaler, rng=rng)
+    weights, ema_weights = list(model.parameters()), list(ema.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        batch, values, present = training.batch(config["batch_size"], rng)  # tokens, condition
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU
-            loss = flow_loss(model, batch, values, present, generator, config["time_dist"])
+            loss = flow_loss(model, batch, values, present, rng, config["time_dist"])
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                                          # clip true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
-            for p_ema, p in zip(ema.parameters(), model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-        loss = loss.item()                                      # the step's one wait for the device
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}")
-        if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
-                                    title=f"DiT ({config['cond']}, {config['tokenizer']})")
-            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
-                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, weights, 1 - decay)    # ema += (1 - d)(model - ema)
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            runs.draw_and_read(draw, ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 # ----------------------------------------------------------------------------- sampling
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, length=64):
+def sample(model, values, present, token_dim, steps, rng, length=64):
     """Euler integration of dx/dt = v from t = 1 (noise) to t = 0 (image)."""
-    device = next(model.parameters()).device                # every draw is made there, by generator
+    device = next(model.parameters()).device                      # every draw is made there, by rng
     values, present = values.to(device), present.to(device)
-    x = torch.randn((len(values), length, token_dim), generator=generator, device=device)
+    x = torch.randn((len(values), length, token_dim), generator=rng, device=device)
     times = torch.linspace(1, 0, steps + 1)
     for t, t_next in zip(times[:-1], times[1:]):
         t_batch = torch.full((len(x),), float(t), device=device)
@@ -249,15 +253,15 @@ def sample(model, values, present, token_dim, steps, generator, length=64):
 
 
 # --------------------------------------------------------------------------- evaluation
-def draw(model, tokenizer, config, values, present, generator):
+def draw(model, tokenizer, config, values, present, rng):
     """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
     (values, present)."""
-    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator)
-    return tokenizer.decode(x).clip(0, 1)
+    tokens = sample(model, values, present, tokenizer.dim, config["sample_steps"], rng)
+    return tokenizer.decode(tokens).clip(0, 1)
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train)
+    runs.run(NAME, get_config(argv), train)
 
 
 if __name__ == "__main__":

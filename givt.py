@@ -9,9 +9,10 @@ compositions only.
     python givt.py                                  # the default run
     python givt.py --unmask confidence --out runs/givt-confidence
 
-Sections: config -> model -> masking and the mixture -> training -> sampling -> evaluation.
+Sections: config -> model -> masking and the loss -> training -> sampling -> evaluation.
 """
 import argparse
+import copy
 import math
 
 import torch
@@ -19,56 +20,64 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import captions
 import data
 import runs
+import tokenizers
 
-MODEL = "givt"
+NAME = "givt"
 SAMPLING = ("sample_steps", "unmask", "temperature", "mixture_temperature",
             "choice_temperature")                             # what tools/resample.py may change
+SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
 
 
 # -------------------------------------------------------------------------------- config
-# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
-# generator (tests/test_ladder.py holds the copies together). config.json records each value.
-DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_decay=0.0,
-                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
-                width=128, depth=4, heads=4)
+# Every value a run uses unless a flag says otherwise; config.json records each. The first lines
+# are the ladder's one recipe, the same in every generator (tests/test_ladder.py holds the copies
+# together); the last are this generator's own.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, lr_schedule="constant", warm_up_steps=200,
+                weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
+                width=128, depth=4, heads=4, data="fixed", train_per_comp=5000,
+                cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
+                # GIVT's tokens, mixture, decoding (random order: by density, background first)
+                tokenizer="pixels", components=8, temperature=1.0, mixture_temperature=1.0,
+                sample_steps=10, mask_schedule="cosine", choice_temperature=4.5,
+                unmask="random")
 
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
-    runs.add_common_arguments(parser, MODEL, DEFAULTS)
-    parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
+    runs.add_common_arguments(parser, NAME, DEFAULTS)
+    add_arguments(parser)
+    return parser, parser.parse_args(argv)
+
+
+def add_arguments(parser):
+    """The generator's own flags, each at its DEFAULTS value."""
+    parser.add_argument("--tokenizer", default=DEFAULTS["tokenizer"],
+                        choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
-    parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
-                        help="gamma(r), the share of tokens hidden, in training and in decoding")
-    # Density confidence commits the flat background first (its log-density over 48 values
-    # dwarfs an object token's); early in training that left scattered fragments, so the
-    # default is random order, as in mar.py. --unmask confidence is there to compare.
-    parser.add_argument("--unmask", default="random", choices=("confidence", "random"),
-                        help="which masked tokens to commit at each decoding step")
-    parser.add_argument("--components", type=int, default=8,
+    parser.add_argument("--components", type=int, default=DEFAULTS["components"],
                         help="Gaussians in each token's mixture")
-    parser.add_argument("--temperature", type=float, default=1.0,
+    parser.add_argument("--temperature", type=float, default=DEFAULTS["temperature"],
                         help="multiplies the sampled scales")
-    parser.add_argument("--mixture-temperature", type=float, default=1.0,
+    parser.add_argument("--mixture-temperature", type=float,
+                        default=DEFAULTS["mixture_temperature"],
                         help="tau: a token's component is drawn with probability ~ pi^(1/tau); 0 "
                              "takes the likeliest")
-    parser.add_argument("--choice-temperature", type=float, default=4.5,
+    parser.add_argument("--sample-steps", type=int, default=DEFAULTS["sample_steps"],
+                        help="parallel decoding steps")
+    parser.add_argument("--mask-schedule", default=DEFAULTS["mask_schedule"],
+                        choices=("cosine", "linear"),
+                        help="gamma(r), the share of tokens hidden, in training and in decoding")
+    parser.add_argument("--unmask", default=DEFAULTS["unmask"], choices=("confidence", "random"),
+                        help="which masked tokens to commit at each decoding step")
+    parser.add_argument("--choice-temperature", type=float, default=DEFAULTS["choice_temperature"],
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
-    args = parser.parse_args(argv)
-    for name in ("sample_steps", "components"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got "
-                         f"{getattr(args, name)}")
-    if args.mixture_temperature < 0:
-        parser.error(f"--mixture-temperature must be >= 0, got {args.mixture_temperature}")
-    return parser, args
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -88,11 +97,11 @@ def modulate(x, shift, scale):
 
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
-    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
+    A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
     def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
             self.project = nn.ModuleList(nn.Linear(hi - lo, width)
                                          for _, lo, hi in data.COND_GROUPS)
@@ -132,9 +141,6 @@ class Block(nn.Module):
         return x + gate2 * self.mlp(h)
 
 
-SCALE_FLOOR = 0.01     # sigma >= 0.01: the flat background cannot drive the likelihood to infinity
-
-
 class GIVT(nn.Module):
     def __init__(self, token_dim, components=8, width=128, depth=4, heads=4, length=64,
                  cond="continuous"):
@@ -148,8 +154,7 @@ class GIVT(nn.Module):
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
         self.head = nn.Linear(width, components * (1 + 2 * token_dim))     # weights, means, scales
-        # adaLN-Zero: the same mixture everywhere at first
-        for layer in (self.final_modulation, self.head):
+        for layer in (self.final_modulation, self.head):  # adaLN-Zero: one mixture at first
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
         with torch.no_grad():  # distinct starting means: identical components would stay identical
@@ -163,7 +168,7 @@ class GIVT(nn.Module):
              + self.positions)                                              # (B, T, D)
         for block in self.blocks:
             h = block(h, c)
-        with runs.full_precision(h.device):                                 # the mixture: no bf16
+        with runs.full_precision(h.device):                                 # the head: no bf16
             shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
             out = self.head(modulate(self.final_norm(h.float()), shift, scale))
         k, dims = self.components, self.components * self.token_dim
@@ -173,14 +178,14 @@ class GIVT(nn.Module):
         return logits.log_softmax(-1), means, scales
 
 
-
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
-    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py)."""
+    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"])
     return GIVT(tokenizer.dim, config["components"], config["width"], config["depth"],
                 config["heads"], cond=config["cond"]), tokenizer
 
-# ----------------------------------------------------------------- masking and the mixture
+
+# ------------------------------------------------------------------------ masking and the loss
 def mask_ratio(r, schedule="cosine"):
     """gamma(r): 1 (all masked) at r = 0, 0 at r = 1. cosine: cos(pi r / 2), concave, the MaskGIT
     paper's choice (training hides many tokens more often); linear: 1 - r."""
@@ -191,12 +196,12 @@ def mask_ratio(r, schedule="cosine"):
     raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
-def random_mask(batch, length, generator, schedule="cosine"):
+def random_mask(batch, length, rng, schedule="cosine"):
     """(B, T) bool, True = hidden: ceil(gamma(r) T) of a row's T positions (rounded up, so never
     none), r ~ U(0, 1) drawn once per row."""
-    r = torch.rand(batch, generator=generator, device=generator.device)    # where generator is
+    r = torch.rand(batch, generator=rng, device=rng.device)                # on rng's device
     count = (mask_ratio(r, schedule) * length).ceil().clamp(min=1)          # (B,)
-    keys = torch.rand(batch, length, generator=generator, device=generator.device)
+    keys = torch.rand(batch, length, generator=rng, device=rng.device)
     rank = keys.argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
@@ -208,12 +213,13 @@ def log_density(x, log_weights, means, scales):
     return torch.logsumexp(log_weights + log_normal, -1)                    # (...,)
 
 
-def masked_loss(model, x, values, present, generator, schedule="cosine"):
+def masked_loss(model, x, values, present, rng, schedule="cosine"):
     """Negative log-likelihood of the hidden tokens, in nats per token value."""
-    hidden = random_mask(*x.shape[:2], generator, schedule)
+    hidden = random_mask(*x.shape[:2], rng, schedule)
     log_weights, means, scales = model(x, hidden, values, present)         # the answer is hidden
-    nll = -log_density(x[hidden].float(), log_weights[hidden].float(), means[hidden].float(),
-                       scales[hidden].float())
+    at = hidden.nonzero(as_tuple=True)         # the step's one wait: how many are hidden (shapes)
+    nll = -log_density(x[at].float(), log_weights[at].float(), means[at].float(),
+                       scales[at].float())
     return nll.mean() / x.shape[-1]
 
 
@@ -221,49 +227,40 @@ def masked_loss(model, x, values, present, generator, schedule="cosine"):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, masks, dropout
+    rng = torch.Generator(device).manual_seed(config["seed"])          # every draw of training
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
-    ema = runs.ema_copy(model)                                         # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
-                       rng=generator)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
-        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+    training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
+                                 config["cond_drop"], tokenizer.encode, device)
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
+                                   scaler=scaler, rng=rng)
+    weights, ema_weights = list(model.parameters()), list(ema.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        batch, values, present = training.batch(config["batch_size"], rng)  # tokens, condition
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU
-            loss = masked_loss(model, batch, values, present, generator, config["mask_schedule"])
+            loss = masked_loss(model, batch, values, present, rng, config["mask_schedule"])
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                                          # clip true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
-            for p_ema, p in zip(ema.parameters(), model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-        loss = loss.item()                                      # the step's one wait for the device
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}")
-        if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
-                                    title=f"GIVT ({config['cond']}, {config['tokenizer']}, "
-                                          f"{config['unmask']} unmasking)")
-            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
-                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, weights, 1 - decay)    # ema += (1 - d)(model - ema)
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            runs.draw_and_read(draw, ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -277,63 +274,64 @@ def remask_count(s, steps, length, hidden, schedule="cosine"):
     return max(0, min(int(math.floor(count)), int(hidden.sum(1).min()) - 1))
 
 
-def choose_component(log_weights, tau, generator):
+def choose_component(log_weights, tau, rng):
     """k ~ softmax(log pi / tau) per token, by Gumbel-max: tau = 1 draws from the mixture's own
     weights pi, tau = 0 takes each token's most likely component."""
     # u is drawn even for tau = 0, so that every draw after it stays the same
-    u = torch.rand(log_weights.shape, generator=generator, device=log_weights.device)
+    u = torch.rand(log_weights.shape, generator=rng, device=log_weights.device)
     if tau == 0:
         return log_weights.argmax(-1)
     return (log_weights / tau - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)
 
 
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, unmask="random",
+def sample(model, values, present, token_dim, steps, rng, unmask="random",
            choice_temperature=4.5, temperature=1.0, length=64, schedule="cosine",
            mixture_temperature=1.0):
-    """Parallel decoding: start all hidden; at step s sample every hidden token from its
-    mixture, keep some (a random choice; the most likely with unmask="confidence") and hide
-    gamma((s+1)/S) T again, none after S steps."""
-    device = next(model.parameters()).device                # every draw is made there, by generator
+    """Parallel decoding: start all hidden; at step s draw every hidden token from the head, keep
+    some (the most confident, or a random choice: unmask) and hide gamma((s+1)/S) T of them
+    again, so none is left after S steps."""
+    device = next(model.parameters()).device                      # every draw is made there, by rng
     values, present = values.to(device), present.to(device)
-    x = torch.zeros((len(values), length, token_dim), device=device)
+    tokens = torch.zeros((len(values), length, token_dim), device=device)
     hidden = torch.ones((len(values), length), dtype=torch.bool, device=device)
     for s in range(steps):
         with runs.autocast(device):
-            log_weights, means, scales = model(x, hidden, values, present)   # fp32: the head's
-        k = choose_component(log_weights, mixture_temperature, generator)  # (B, T)
+            log_weights, means, scales = model(tokens, hidden, values, present)   # fp32: the head
+        k = choose_component(log_weights, mixture_temperature, rng)        # (B, T)
         pick = k[..., None, None].expand(-1, -1, 1, token_dim)
         mu, sigma = means.gather(2, pick)[:, :, 0], scales.gather(2, pick)[:, :, 0]
-        drawn = mu + temperature * sigma * torch.randn(mu.shape, generator=generator, device=device)
+        drawn = mu + temperature * sigma * torch.randn(mu.shape, generator=rng, device=device)
         log_p = log_density(drawn, log_weights, means, scales)
         if unmask == "confidence":                                          # log p + annealed noise
-            u = torch.rand(hidden.shape, generator=generator, device=device)
+            u = torch.rand(hidden.shape, generator=rng, device=device)
             g = -torch.log(-torch.log(u.clamp(1e-20)))                      # Gumbel noise
             confidence = log_p + choice_temperature * (1 - (s + 1) / steps) * g
         else:                                                               # a random order
-            confidence = torch.rand(hidden.shape, generator=generator, device=device)
+            confidence = torch.rand(hidden.shape, generator=rng, device=device)
         confidence = confidence.masked_fill(~hidden, math.inf)              # decoded tokens stay
         remask = remask_count(s, steps, length, hidden, schedule)
-        x = torch.where(hidden[..., None], drawn, x)
+        tokens = torch.where(hidden[..., None], drawn, tokens)
         hidden = torch.zeros_like(hidden)
         if remask > 0:
             lowest = confidence.argsort(1)[:, :remask]                      # least confident
             hidden = hidden.scatter(1, lowest, True)
-    return x
+    return tokens
 
 
 # --------------------------------------------------------------------------- evaluation
-def draw(model, tokenizer, config, values, present, generator):
+def draw(model, tokenizer, config, values, present, rng):
     """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
     (values, present)."""
-    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator,
-               config["unmask"], config["choice_temperature"], config["temperature"],
-               schedule=config["mask_schedule"], mixture_temperature=config["mixture_temperature"])
-    return tokenizer.decode(x).clip(0, 1)
+    tokens = sample(model, values, present, tokenizer.dim, config["sample_steps"], rng,
+                    config["unmask"], config["choice_temperature"], config["temperature"],
+                    schedule=config["mask_schedule"],
+                    mixture_temperature=config["mixture_temperature"])
+    return tokenizer.decode(tokens).clip(0, 1)
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train)
+    runs.run(NAME, get_config(argv), train)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ import data
 import judge
 import probe
 import runs
+import tokenizers
 
 FACTORS = data.FACTORS                                     # shape, color, size
 LEVELS = (0.3, 0.6, 0.9)                                # DiT's and MAR's noise levels for the reach
@@ -206,7 +207,8 @@ def reach(config, module, model, tokenizer, images, bits, trained_codes, seed=0)
     split by whether its codebook code was ever trained on."""
     device = device_of(model)
     g = torch.Generator(device).manual_seed(seed)
-    codes = torch.as_tensor(data.load_tokenizer("codebook").encode(images)).to(device)  # (N, 64)
+    codebook = tokenizers.load_tokenizer("codebook")
+    codes = torch.as_tensor(codebook.encode(images)).to(device)            # (N, 64)
     trained_codes = trained_codes.to(device)
     unseen = ~torch.isin(codes, trained_codes)
     order = torch.rand(codes.shape, generator=g, device=device)
@@ -434,7 +436,8 @@ def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, 
         result["readings"] = {key: at_step[0][key] for key in keys}
     images, bits = real_images(images_per_code)
     training = data.training_set(config["train_per_comp"])[0]         # fresh data: its first images
-    trained_codes = torch.as_tensor(np.unique(data.load_tokenizer("codebook").encode(training)))
+    codebook = tokenizers.load_tokenizer("codebook")
+    trained_codes = torch.as_tensor(np.unique(codebook.encode(training)))
     states = layer_states(config, module, model, tokenizer, images, bits)
     return dict(result, attribution=drops,
                 reach=reach(config, module, model, tokenizer, images, bits, trained_codes),

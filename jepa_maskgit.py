@@ -9,13 +9,13 @@ scored by mean squared error:
 
     loss = cross-entropy(masked ids) + lambda * mean_l || predictor_l(h_l) - LN(sg(h_l_target)) ||^2
 
-Model, tokenizer, masking, sampler and evaluation are imported from maskgit.py.
+Model, tokenizer, flags, masking, sampler and evaluation are maskgit.py's.
 
     python jepa_maskgit.py                                  # the default run
     python jepa_maskgit.py --jepa-layers 1,3 --jepa-weight 0.3 --out runs/jepa-13-03
 
-Sections: config -> model (the predictor) -> the JEPA loss -> training; sampling and
-evaluation are maskgit.py's.
+Sections: config -> model (the predictor, and the blocks' outputs) -> the JEPA loss ->
+training; sampling and evaluation are maskgit.py's.
 """
 import argparse
 import copy
@@ -30,11 +30,15 @@ import maskgit
 import runs
 from maskgit import build, draw, random_mask
 
-MODEL = "jepa_maskgit"
+NAME = "jepa_maskgit"
 SAMPLING = maskgit.SAMPLING    # what tools/resample.py may change: maskgit.py's sampler
 
 
 # -------------------------------------------------------------------------------- config
+# maskgit.py's values, every one, and the JEPA loss's own.
+DEFAULTS = dict(maskgit.DEFAULTS, jepa_layers=[2, 3], jepa_weight=0.6, jepa_momentum=0.996)
+
+
 def layer_list(text):
     try:
         layers = sorted({int(part) for part in text.split(",")})
@@ -44,34 +48,30 @@ def layer_list(text):
     return layers
 
 
-def jepa_arguments(parser):
-    parser.add_argument("--jepa-layers", type=layer_list, default=[2, 3],
+def parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
+    runs.add_common_arguments(parser, NAME, DEFAULTS)
+    maskgit.add_arguments(parser)
+    parser.add_argument("--jepa-layers", type=layer_list, default=DEFAULTS["jepa_layers"],
                         help="blocks (0-based) whose outputs are predicted; default: the "
                              "upper half")
-    parser.add_argument("--jepa-weight", type=float, default=0.6,
+    parser.add_argument("--jepa-weight", type=float, default=DEFAULTS["jepa_weight"],
                         help="lambda, the JEPA loss weight")
-    parser.add_argument("--jepa-momentum", type=float, default=0.996,
+    parser.add_argument("--jepa-momentum", type=float, default=DEFAULTS["jepa_momentum"],
                         help="target EMA momentum at the start; it rises linearly to 1 at "
                              "the last step")
-
-
-def jepa_checks(parser, args):
+    args = parser.parse_args(argv)
     bad = [layer for layer in args.jepa_layers if not 0 <= layer < args.depth]
     if bad:
         parser.error(f"--jepa-layers: block {bad[0]} does not exist; "
                      f"blocks are 0..{args.depth - 1}")
-    if args.jepa_weight < 0:
-        parser.error(f"--jepa-weight must be >= 0, got {args.jepa_weight}")
     if not 0 <= args.jepa_momentum <= 1:
         parser.error(f"--jepa-momentum must be in [0, 1], got {args.jepa_momentum}")
-
-
-def parse(argv=None):
-    return maskgit.parse(argv, MODEL, jepa_arguments, jepa_checks, __doc__)
+    return parser, args
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -81,19 +81,37 @@ def make_predictors(width, layers):
                          for _ in layers)
 
 
+def block_outputs(model, ids, values, present):
+    """MaskGIT.forward up to its head, keeping what JEPA predicts: the condition c (B, D) and
+    every block's output, a list of depth (B, T, D) tensors."""
+    c = model.condition(values, present)                                    # (B, D)
+    h = model.embed(ids) + model.positions                                  # (B, T, D)
+    outputs = []
+    for block in model.blocks:
+        h = block(h, c)
+        outputs.append(h)
+    return c, outputs
+
+
+def readout(model, h, c):
+    """MaskGIT.forward's head on the last block's output h (B, T, D): logits (B, T, V), in fp32."""
+    with runs.full_precision(h.device):
+        shift, scale = model.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
+        return model.head(maskgit.modulate(model.final_norm(h.float()), shift, scale))
+
+
 # ------------------------------------------------------------------------------ JEPA loss
-def jepa_losses(model, target, predictors, ids, values, present, generator, layers,
-                label_smoothing=0.0, schedule="cosine"):
+def jepa_losses(model, target, predictors, ids, values, present, rng, layers, schedule="cosine"):
     """(cross-entropy, JEPA loss) on one batch; the hidden tokens are drawn exactly as maskgit.py
     draws them."""
-    hidden = random_mask(*ids.shape, generator, schedule)
-    c, context = model.hidden_states(ids.masked_fill(hidden, model.mask_id), values, present)
-    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[hidden].float(), ids[hidden],
-                                    label_smoothing=label_smoothing)               # as maskgit.py's
+    hidden = random_mask(*ids.shape, rng, schedule)
+    c, context = block_outputs(model, ids.masked_fill(hidden, model.mask_id), values, present)
+    at = hidden.nonzero(as_tuple=True)         # the step's one wait: how many are hidden (shapes)
+    cross_entropy = F.cross_entropy(readout(model, context[-1], c)[at].float(), ids[at])
     with torch.no_grad():                                                   # stop-gradient
-        _, targets = target.hidden_states(ids, values, present)             # the full input
-    jepa = sum(F.mse_loss(predictor(context[layer][hidden]).float(),
-                          F.layer_norm(targets[layer][hidden].float(), (context[layer].shape[-1],)))
+        _, targets = block_outputs(target, ids, values, present)            # the full input
+    jepa = sum(F.mse_loss(predictor(context[layer][at]).float(),
+                          F.layer_norm(targets[layer][at].float(), (context[layer].shape[-1],)))
                for predictor, layer in zip(predictors, layers)) / len(layers)
     return cross_entropy, jepa
 
@@ -108,64 +126,53 @@ def target_momentum(step, steps, start):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, masks, dropout
+    rng = torch.Generator(device).manual_seed(config["seed"])          # every draw of training
     model, tokenizer = build(config)                                        # maskgit.py's network
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
-    ema = runs.ema_copy(model)                                         # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     target = copy.deepcopy(ema)                                            # the JEPA target encoder
     predictors = make_predictors(config["width"], config["jepa_layers"]).to(device)
-    parameters = list(model.parameters()) + list(predictors.parameters())
-    optimizer = torch.optim.AdamW(parameters, lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
+    weights = list(model.parameters()) + list(predictors.parameters())
+    optimizer = torch.optim.AdamW(weights, lr=config["lr"], betas=config["adamw_betas"],
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, target=target, predictors=predictors,
-                       optimizer=optimizer, scaler=scaler, rng=generator)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
-        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+    training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
+                                 config["cond_drop"], tokenizer.encode, device)
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, target=target,
+                                   predictors=predictors, optimizer=optimizer, scaler=scaler,
+                                   rng=rng)
+    followed = list(model.parameters())                    # what the EMA and the target follow
+    ema_weights, target_weights = list(ema.parameters()), list(target.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        batch, values, present = training.batch(config["batch_size"], rng)  # tokens, condition
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU
             cross_entropy, jepa = jepa_losses(model, target, predictors, batch, values, present,
-                                              generator, config["jepa_layers"],
-                                              config["label_smoothing"], config["mask_schedule"])
+                                              rng, config["jepa_layers"], config["mask_schedule"])
         loss = cross_entropy + config["jepa_weight"] * jepa
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                                          # clip true gradients
-        torch.nn.utils.clip_grad_norm_(parameters, config["clip_norm"])
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         momentum = target_momentum(step, config["steps"], config["jepa_momentum"])
         with torch.no_grad():
-            for p_ema, p_target, p in zip(ema.parameters(), target.parameters(),
-                                          model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-                p_target.lerp_(p, 1 - momentum)                           # the target's only update
-        readings = torch.stack([loss, cross_entropy, jepa]).cpu()       # the step's one wait
-        loss, cross_entropy, jepa = readings.tolist()
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}", ce=f"{cross_entropy:.4f}", jepa=f"{jepa:.4f}")
-        if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
-                                    title=f"JEPA-MaskGIT ({config['cond']}, "
-                                          f"{config['unmask']} unmasking)")
-            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
-                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  target=target.state_dict(), predictors=predictors.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, followed, 1 - decay)   # ema += (1 - d)(model - ema)
+            torch._foreach_lerp_(target_weights, followed, 1 - momentum)     # the target's update
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            runs.draw_and_read(draw, ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train)
+    runs.run(NAME, get_config(argv), train)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 import data
 import probe
+import tokenizers
 
 GALLERY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "gallery.npz")
 LEGIBLE = {             # set by the calibration suite (calibration_images), not by model samples
@@ -72,7 +73,7 @@ def _median3(x):
     return np.median(np.stack(shifts), 0)
 
 
-def _components(pixels):
+def components(pixels):
     """8-connected components of the True pixels of (N, H, W) bool: labels (N, H, W), 0 = none."""
     pixels = torch.as_tensor(pixels)
     inside = pixels.reshape(len(pixels), -1)
@@ -89,7 +90,7 @@ def _components(pixels):
 
 def _largest_part(pixels):
     """Pixels in the largest 8-connected part of the True pixels of each (H, W) of (N, H, W)."""
-    labels = _components(pixels)
+    labels = components(pixels)
     return np.array([np.bincount(labelled.ravel(), minlength=2)[1:].max() for labelled in labels])
 
 
@@ -151,7 +152,7 @@ def read_objects(images):
     smooth_alpha = np.clip(smooth / peak, 0, 1)                            # coverage, salt removed
     chroma = images.max(-1) - images.min(-1)                       # 0 for grey or white specks
     covered = (brightness > 0.5 * peak) & (chroma > 0.2 * peak)
-    labels = _components(covered)                                  # thin parts kept, white salt not
+    labels = components(covered)                                  # thin parts kept, white salt not
     areas = np.stack([np.bincount(labelled.ravel(), minlength=labels[0].size + 1)[1:]
                       for labelled in labels])
     order = np.argsort(-areas, 1)
@@ -366,39 +367,6 @@ def gallery_agreement(path=GALLERY):
     return float((judge_says == person_says).mean()), confusion
 
 
-# ------------------------------------------------------- objects.py's world: how many, and where
-OBJECT_AREA = (5, 20)      # pixels of one drawn disc of objects.py (a clean one covers about 12)
-
-
-def find_objects(image, threshold=0.3):
-    """The objects of one image: 8-connected parts of its bright pixels (max channel > threshold),
-    as (centroid (x, y) in pixels, area in pixels); parts of one or two pixels are specks, left
-    out."""
-    bright = np.asarray(image).max(-1) > threshold
-    labels = _components(bright[None])[0]
-    found = []
-    for label in np.unique(labels[labels > 0]):
-        ys, xs = np.nonzero(labels == label)
-        if len(xs) > 2:
-            found.append(((xs.mean() + 0.5, ys.mean() + 0.5), len(xs)))
-    return found
-
-
-def objects_right(image, asked, radius=2.0):
-    """One image drew what was asked: as many objects as asked positions, each of a disc's area,
-    each within `radius` pixels of its own asked position (and so none elsewhere)."""
-    found = find_objects(image)
-    if len(found) != len(asked):
-        return False
-    free = [tuple(p) for p in np.asarray(asked, dtype=np.float64).reshape(-1, 2)]
-    for (x, y), area in found:
-        close = [p for p in free if (p[0] - x) ** 2 + (p[1] - y) ** 2 <= radius ** 2]
-        if not close or not OBJECT_AREA[0] <= area <= OBJECT_AREA[1]:
-            return False
-        free.remove(close[0])                      # objects sit 5 px apart: at most one is close
-    return True
-
-
 # ------------------------------------------------------------------------------------ main
 def _table(rows):
     print(f"{'images':<34}{'reading':>10}" + "".join(f"{c:>6}" for c in data.COMPOSITIONS)
@@ -427,7 +395,7 @@ def main(argv=None):
     rows = [("real (held out)", evaluate(images, bits)),
             ("real + noise sigma 0.05", evaluate(noisy.clip(0, 1), bits))]
     for name in ("codebook", "pca"):
-        tokenizer = data.load_tokenizer(name)
+        tokenizer = tokenizers.load_tokenizer(name)
         roundtrip = tokenizer.decode(tokenizer.encode(images))
         rows.append((f"{name} round trip ({tokenizer.patch}x{tokenizer.patch} patches)",
                      evaluate(roundtrip, bits)))

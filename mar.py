@@ -9,9 +9,10 @@ sampled by running the per-token denoiser. Trained on seen compositions only.
     python mar.py                                   # the default run
     python mar.py --steps 8000 --lr-schedule cosine --out runs/mar-8k
 
-Sections: config -> model -> masking and per-token diffusion -> training -> sampling -> evaluation.
+Sections: config -> model -> masking and the loss -> training -> sampling -> evaluation.
 """
 import argparse
+import copy
 import math
 
 import torch
@@ -19,47 +20,60 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import captions
 import data
 import runs
+import tokenizers
 
-MODEL = "mar"
+NAME = "mar"
 SAMPLING = ("sample_steps", "diffusion_steps", "temperature")   # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
-# generator (tests/test_ladder.py holds the copies together). config.json records each value.
-DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_decay=0.0,
-                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
-                width=128, depth=4, heads=4)
+# Every value a run uses unless a flag says otherwise; config.json records each. The first lines
+# are the ladder's one recipe, the same in every generator (tests/test_ladder.py holds the copies
+# together); the last are this generator's own.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, lr_schedule="constant", warm_up_steps=200,
+                weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
+                width=128, depth=4, heads=4, data="fixed", train_per_comp=5000,
+                cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
+                # MAR's tokens, per-token diffusion and decoding (the MAR paper draws 4 (t, noise)
+                # a token; 2 keeps a CPU run in budget)
+                tokenizer="pixels", draws=2, time_dist="logit-normal", diffusion_steps=25,
+                temperature=1.0, sample_steps=10, mask_schedule="cosine")
 
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
-    runs.add_common_arguments(parser, MODEL, DEFAULTS)
-    parser.add_argument("--tokenizer", default="pixels", choices=("pixels", "codebook", "pca"),
+    runs.add_common_arguments(parser, NAME, DEFAULTS)
+    add_arguments(parser)
+    return parser, parser.parse_args(argv)
+
+
+def add_arguments(parser):
+    """The generator's own flags, each at its DEFAULTS value."""
+    parser.add_argument("--tokenizer", default=DEFAULTS["tokenizer"],
+                        choices=("pixels", "codebook", "pca"),
                         help="continuous tokens: raw 4x4 patches, the codebook's vectors, or PCA")
-    parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
-    parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
-                        help="gamma(r), the share of tokens hidden, in training and in decoding")
-    parser.add_argument("--diffusion-steps", type=int, default=25, help="denoising steps per token")
-    parser.add_argument("--draws", type=int, default=2, help="(t, noise) draws per hidden token "
-                        "per step (the MAR paper: 4; 2 keeps a CPU run in budget)")
-    parser.add_argument("--temperature", type=float, default=1.0,
-                        help="multiplies the sampler's noise")
-    parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
+    parser.add_argument("--draws", type=int, default=DEFAULTS["draws"],
+                        help="(t, noise) draws per hidden token per step")
+    parser.add_argument("--time-dist", default=DEFAULTS["time_dist"],
+                        choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8), leaning to noise, "
                              "or U(0, 1), even over noise levels")
-    args = parser.parse_args(argv)
-    for name in ("sample_steps", "diffusion_steps", "draws"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got "
-                         f"{getattr(args, name)}")
-    return parser, args
+    parser.add_argument("--diffusion-steps", type=int, default=DEFAULTS["diffusion_steps"],
+                        help="denoising steps per token")
+    parser.add_argument("--temperature", type=float, default=DEFAULTS["temperature"],
+                        help="multiplies the sampler's noise")
+    parser.add_argument("--sample-steps", type=int, default=DEFAULTS["sample_steps"],
+                        help="parallel decoding steps")
+    parser.add_argument("--mask-schedule", default=DEFAULTS["mask_schedule"],
+                        choices=("cosine", "linear"),
+                        help="gamma(r), the share of tokens hidden, in training and in decoding")
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -79,11 +93,11 @@ def modulate(x, shift, scale):
 
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
-    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
+    A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
     def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
             self.project = nn.ModuleList(nn.Linear(hi - lo, width)
                                          for _, lo, hi in data.COND_GROUPS)
@@ -199,14 +213,13 @@ class MAR(nn.Module):
 
 
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer (data.py)."""
-    tokenizer = data.ContinuousTokenizer(config["tokenizer"])
+    """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py)."""
+    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"])
     return MAR(tokenizer.dim, config["width"], config["depth"], config["heads"],
                cond=config["cond"]), tokenizer
 
-# ------------------------------------------------------------ masking and per-token diffusion
 
-
+# ------------------------------------------------------------------------ masking and the loss
 def mask_ratio(r, schedule="cosine"):
     """gamma(r): 1 (all masked) at r = 0, 0 at r = 1. cosine: cos(pi r / 2), concave, the MaskGIT
     paper's choice (training hides many tokens more often); linear: 1 - r."""
@@ -217,12 +230,12 @@ def mask_ratio(r, schedule="cosine"):
     raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
-def random_mask(batch, length, generator, schedule="cosine"):
+def random_mask(batch, length, rng, schedule="cosine"):
     """(B, T) bool, True = hidden: ceil(gamma(r) T) of a row's T positions (rounded up, so never
     none), r ~ U(0, 1) drawn once per row."""
-    r = torch.rand(batch, generator=generator, device=generator.device)    # where generator is
+    r = torch.rand(batch, generator=rng, device=rng.device)                # on rng's device
     count = (mask_ratio(r, schedule) * length).ceil().clamp(min=1)          # (B,)
-    keys = torch.rand(batch, length, generator=generator, device=generator.device)
+    keys = torch.rand(batch, length, generator=rng, device=rng.device)
     rank = keys.argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
@@ -235,23 +248,24 @@ def alpha_bar(t):
     return (f(t) / f(torch.zeros_like(t))).clamp(min=1e-4)
 
 
-def draw_time(n, kind, generator):
+def draw_time(n, kind, rng):
     """Where training spends its effort. uniform: t ~ U(0, 1). logit-normal:
     t = sigmoid(0.8 n + 0.8), n ~ N(0, 1), median t = 0.69: fewer draws at the low noise levels
     25 sampling steps hardly visit."""
     if kind == "uniform":
-        return torch.rand(n, generator=generator, device=generator.device)
-    return torch.sigmoid(0.8 * torch.randn(n, generator=generator, device=generator.device) + 0.8)
+        return torch.rand(n, generator=rng, device=rng.device)
+    return torch.sigmoid(0.8 * torch.randn(n, generator=rng, device=rng.device) + 0.8)
 
 
-def masked_loss(model, x, values, present, generator, draws=2, time_dist="logit-normal",
+def masked_loss(model, x, values, present, rng, draws=2, time_dist="logit-normal",
                 schedule="cosine"):
     """Epsilon prediction ||eps_hat(x_t, t, z) - eps||^2 on the hidden tokens only."""
-    hidden = random_mask(*x.shape[:2], generator, schedule)
-    z = model(x, hidden, values, present)[hidden].repeat(draws, 1)          # (M * draws, D)
-    x_0 = x[hidden].repeat(draws, 1)                                        # several draws a token
-    t = draw_time(len(x_0), time_dist, generator)
-    eps = torch.randn(x_0.shape, generator=generator, device=x.device)
+    hidden = random_mask(*x.shape[:2], rng, schedule)
+    z = model(x, hidden, values, present)                                  # the answer is hidden
+    at = hidden.nonzero(as_tuple=True)         # the step's one wait: how many are hidden (shapes)
+    z, x_0 = z[at].repeat(draws, 1), x[at].repeat(draws, 1)     # (M draws, D), several a token
+    t = draw_time(len(x_0), time_dist, rng)
+    eps = torch.randn(x_0.shape, generator=rng, device=x.device)
     a = alpha_bar(t)[:, None]
     x_t = a.sqrt() * x_0 + (1 - a).sqrt() * eps                             # q(x_t | x_0)
     return ((model.diffusion(x_t, t, z) - eps) ** 2).float().mean()
@@ -261,49 +275,41 @@ def masked_loss(model, x, values, present, generator, draws=2, time_dist="logit-
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, masks, dropout
+    rng = torch.Generator(device).manual_seed(config["seed"])          # every draw of training
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
-    ema = runs.ema_copy(model)                                         # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
-                       rng=generator)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
-        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+    training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
+                                 config["cond_drop"], tokenizer.encode, device)
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
+                                   scaler=scaler, rng=rng)
+    weights, ema_weights = list(model.parameters()), list(ema.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        batch, values, present = training.batch(config["batch_size"], rng)  # tokens, condition
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU
-            loss = masked_loss(model, batch, values, present, generator, config["draws"],
+            loss = masked_loss(model, batch, values, present, rng, config["draws"],
                                config["time_dist"], config["mask_schedule"])
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                                          # clip true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
-            for p_ema, p in zip(ema.parameters(), model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-        loss = loss.item()                                      # the step's one wait for the device
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}")
-        if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
-                                    title=f"MAR ({config['cond']}, {config['tokenizer']})")
-            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
-                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, weights, 1 - decay)    # ema += (1 - d)(model - ema)
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            runs.draw_and_read(draw, ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -318,9 +324,9 @@ def remask_count(s, steps, length, hidden, schedule="cosine"):
 
 
 @torch.no_grad()
-def denoise(model, z, token_dim, steps, generator, temperature=1.0):
+def denoise(model, z, token_dim, steps, rng, temperature=1.0):
     """DDPM ancestral sampling of one token per row of z (N, D), from t = 1 to t = 0."""
-    x = torch.randn((len(z), token_dim), generator=generator, device=z.device)
+    x = torch.randn((len(z), token_dim), generator=rng, device=z.device)
     times = torch.linspace(1, 0, steps + 1)
     for t, s in zip(times[:-1], times[1:]):
         a_t, a_s = alpha_bar(t), alpha_bar(s)
@@ -330,44 +336,45 @@ def denoise(model, z, token_dim, steps, generator, temperature=1.0):
         # posterior q(x_s | x_t, x0_hat): mean and variance of the DDPM step
         mean = (a_s.sqrt() * beta * x0_hat + (a_t / a_s).sqrt() * (1 - a_s) * x) / (1 - a_t)
         variance = beta * (1 - a_s) / (1 - a_t)                             # 0 at the last step
-        noise = torch.randn(x.shape, generator=generator, device=z.device)
+        noise = torch.randn(x.shape, generator=rng, device=z.device)
         x = mean + temperature * variance.sqrt() * noise
     return x
 
 
 @torch.no_grad()
-def sample(model, values, present, token_dim, steps, generator, diffusion_steps=25, temperature=1.0,
+def sample(model, values, present, token_dim, steps, rng, diffusion_steps=25, temperature=1.0,
            length=64, schedule="cosine"):
     """Random-order decoding: start all hidden; at step s pick the hidden tokens to commit
     (all but gamma((s+1)/S) T of them), sample just those with the denoiser, and go on."""
-    device = next(model.parameters()).device                # every draw is made there, by generator
+    device = next(model.parameters()).device                      # every draw is made there, by rng
     values, present = values.to(device), present.to(device)
-    x = torch.zeros((len(values), length, token_dim), device=device)
+    tokens = torch.zeros((len(values), length, token_dim), device=device)
     hidden = torch.ones((len(values), length), dtype=torch.bool, device=device)
     for s in range(steps):
         with runs.autocast(device):
-            z = model(x, hidden, values, present).float()
+            z = model(tokens, hidden, values, present).float()
         remask = remask_count(s, steps, length, hidden, schedule)
-        order = torch.rand(hidden.shape, generator=generator, device=device)
+        order = torch.rand(hidden.shape, generator=rng, device=device)
         order = order.masked_fill(~hidden, math.inf)                        # hidden ones first
         still_hidden = torch.zeros_like(hidden).scatter(1, order.argsort(1)[:, :remask], True)
         commit = hidden & ~still_hidden                                  # (B, T) this step's tokens
-        x[commit] = denoise(model, z[commit], token_dim, diffusion_steps, generator, temperature)
+        tokens[commit] = denoise(model, z[commit], token_dim, diffusion_steps, rng, temperature)
         hidden = still_hidden
-    return x
+    return tokens
 
 
 # --------------------------------------------------------------------------- evaluation
-def draw(model, tokenizer, config, values, present, generator):
+def draw(model, tokenizer, config, values, present, rng):
     """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
     (values, present)."""
-    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator,
-               config["diffusion_steps"], config["temperature"], schedule=config["mask_schedule"])
-    return tokenizer.decode(x).clip(0, 1)
+    tokens = sample(model, values, present, tokenizer.dim, config["sample_steps"], rng,
+                    config["diffusion_steps"], config["temperature"],
+                    schedule=config["mask_schedule"])
+    return tokenizer.decode(tokens).clip(0, 1)
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train)
+    runs.run(NAME, get_config(argv), train)
 
 
 if __name__ == "__main__":

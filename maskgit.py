@@ -1,6 +1,6 @@
 """MaskGIT: a masked transformer over discrete tokens, the categorical end of the ladder.
 
-Each image is 64 codebook ids (data.Codebook: 4x4 patches, 2048 codes). Training hides a
+Each image is 64 codebook ids (tokenizers.Codebook: 4x4 patches, 2048 codes). Training hides a
 random fraction of the ids behind [MASK] and asks for a categorical distribution over the
 codebook at each hidden position (cross-entropy). Sampling starts from all [MASK] and
 commits the most confident ids over a few parallel steps. The condition enters through
@@ -9,9 +9,10 @@ adaLN-Zero, the same mechanism as in dit.py. Trained on seen compositions only.
     python maskgit.py                                       # the default run
     python maskgit.py --unmask random --out runs/maskgit-random
 
-Sections: config -> model -> masking -> training -> sampling -> evaluation.
+Sections: config -> model -> masking and the loss -> training -> sampling -> evaluation.
 """
 import argparse
+import copy
 import math
 
 import torch
@@ -19,50 +20,51 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import captions
 import data
 import runs
+import tokenizers
 
-MODEL = "maskgit"
-SAMPLING = ("sample_steps", "unmask", "choice_temperature")   # what tools/resample.py may change
+NAME = "maskgit"
+SAMPLING = ("sample_steps", "unmask",
+            "choice_temperature")                             # what tools/resample.py may change
 
 
 # -------------------------------------------------------------------------------- config
-# What a run trains with unless a flag says otherwise: the ladder's one recipe, the same in every
-# generator (tests/test_ladder.py holds the copies together). config.json records each value.
-DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, warm_up_steps=200, weight_decay=0.0,
-                ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0, eval_every=250,
-                width=128, depth=4, heads=4)
+# Every value a run uses unless a flag says otherwise; config.json records each. The first lines
+# are the ladder's one recipe, the same in every generator (tests/test_ladder.py holds the copies
+# together); the last are this generator's own.
+DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, lr_schedule="constant", warm_up_steps=200,
+                weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
+                width=128, depth=4, heads=4, data="fixed", train_per_comp=5000,
+                cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
+                # MaskGIT's decoding, as its paper: the most confident ids first
+                sample_steps=10, mask_schedule="cosine", choice_temperature=4.5,
+                unmask="confidence")
 
 
-def parse(argv=None, model=MODEL, more_arguments=None, more_checks=None, description=__doc__):
-    parser = argparse.ArgumentParser(description=description, formatter_class=runs.Help)
-    runs.add_common_arguments(parser, model, DEFAULTS)
-    parser.add_argument("--sample-steps", type=int, default=10, help="parallel decoding steps")
-    parser.add_argument("--mask-schedule", default="cosine", choices=("cosine", "linear"),
+def parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
+    runs.add_common_arguments(parser, NAME, DEFAULTS)
+    add_arguments(parser)
+    return parser, parser.parse_args(argv)
+
+
+def add_arguments(parser):
+    """The generator's own flags, each at its DEFAULTS value."""
+    parser.add_argument("--sample-steps", type=int, default=DEFAULTS["sample_steps"],
+                        help="parallel decoding steps")
+    parser.add_argument("--mask-schedule", default=DEFAULTS["mask_schedule"],
+                        choices=("cosine", "linear"),
                         help="gamma(r), the share of tokens hidden, in training and in decoding")
-    parser.add_argument("--unmask", default="confidence", choices=("confidence", "random"),
-                        help="which masked ids to commit at each decoding step")
-    parser.add_argument("--choice-temperature", type=float, default=4.5,
+    parser.add_argument("--unmask", default=DEFAULTS["unmask"], choices=("confidence", "random"),
+                        help="which masked tokens to commit at each decoding step")
+    parser.add_argument("--choice-temperature", type=float, default=DEFAULTS["choice_temperature"],
                         help="Gumbel noise on the confidence, annealed to 0 over decoding")
-    parser.add_argument("--label-smoothing", type=float, default=0.0,
-                        help="target mass spread evenly over the codebook in the cross-entropy")
-    parser.add_argument("--factored-head", action="store_true",
-                        help="predict a code's two parts, coverage mask and colour, as two "
-                             "categoricals")
-    if more_arguments:                                                     # jepa_maskgit.py's flags
-        more_arguments(parser)
-    args = parser.parse_args(argv)
-    if args.sample_steps < 1:
-        parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
-    if not 0 <= args.label_smoothing < 1:
-        parser.error(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
-    if more_checks:                                                         # ... and their checks
-        more_checks(parser, args)
-    return parser, args
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -82,11 +84,11 @@ def modulate(x, shift, scale):
 
 class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
-    A caption (--cond text, text-partial) is read by data.py's text encoder instead."""
+    A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
     def __init__(self, width, cond="continuous"):
         super().__init__()
-        self.text = data.TextEncoder(width) if cond in data.TEXT_MODES else None
+        self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
             self.project = nn.ModuleList(nn.Linear(hi - lo, width)
                                          for _, lo, hi in data.COND_GROUPS)
@@ -127,8 +129,7 @@ class Block(nn.Module):
 
 
 class MaskGIT(nn.Module):
-    def __init__(self, vocab_size, width=128, depth=4, heads=4, length=64, parts=None,
-                 cond="continuous"):
+    def __init__(self, vocab_size, width=128, depth=4, heads=4, length=64, cond="continuous"):
         super().__init__()
         self.mask_id = vocab_size                                           # an id of its own
         self.embed = nn.Embedding(vocab_size + 1, width)
@@ -137,50 +138,30 @@ class MaskGIT(nn.Module):
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
-        # parts = (coverages, colours): logits a_coverage + b_colour, so
-        # p(code) = p(coverage) p(colour), a product that can put mass on a pair never seen
-        # together (a blue triangle edge) if each part was seen
-        self.parts = parts
-        self.head = nn.Linear(width, vocab_size if parts is None else sum(parts))
+        self.head = nn.Linear(width, vocab_size)                            # logits over the codes
         for layer in (self.final_modulation, self.head):  # adaLN-Zero: uniform logits at first
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
 
-    def hidden_states(self, ids, values, present):
-        """The condition c (B, D) and every block's output, a list of depth (B, T, D) tensors."""
-        c = self.condition(values, present)                                 # (B, D)
-        h = self.embed(ids) + self.positions                                # (B, T, D)
-        states = []
-        for block in self.blocks:
-            h = block(h, c)
-            states.append(h)
-        return c, states
-
-    def readout(self, h, c):
-        """Logits (B, T, V) over the codebook from the last block's output h (B, T, D), in fp32."""
-        with runs.full_precision(h.device):                                 # the head: no bf16
-            shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
-            logits = self.head(modulate(self.final_norm(h.float()), shift, scale))
-        if self.parts is None:
-            return logits
-        coverages, colours = logits.split(self.parts, -1)     # id = coverage * colours + colour
-        return (coverages[..., :, None] + colours[..., None, :]).flatten(-2)   # (B, T, V)
-
     def forward(self, ids, values, present):
         """Logits (B, T, V) at every position of ids (B, T), [MASK] allowed."""
-        c, states = self.hidden_states(ids, values, present)
-        return self.readout(states[-1], c)
+        c = self.condition(values, present)                                 # (B, D)
+        h = self.embed(ids) + self.positions                                # (B, T, D)
+        for block in self.blocks:
+            h = block(h, c)
+        with runs.full_precision(h.device):                                 # the head: no bf16
+            shift, scale = self.final_modulation(F.silu(c.float()))[:, None].chunk(2, -1)
+            return self.head(modulate(self.final_norm(h.float()), shift, scale))
 
 
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer: the codebook (data.py)."""
-    codebook = data.load_tokenizer("codebook")
-    parts = (codebook.n_masks, codebook.n_colors) if config["factored_head"] else None
+    """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py)."""
+    codebook = tokenizers.load_tokenizer("codebook")
     return MaskGIT(codebook.vocab_size, config["width"], config["depth"], config["heads"],
-                   parts=parts, cond=config["cond"]), codebook
+                   cond=config["cond"]), codebook
 
 
-# ------------------------------------------------------------------------------ masking
+# ------------------------------------------------------------------------ masking and the loss
 def mask_ratio(r, schedule="cosine"):
     """gamma(r): 1 (all masked) at r = 0, 0 at r = 1. cosine: cos(pi r / 2), concave, the MaskGIT
     paper's choice (training hides many tokens more often); linear: 1 - r."""
@@ -191,71 +172,62 @@ def mask_ratio(r, schedule="cosine"):
     raise ValueError(f"unknown mask schedule {schedule!r}: cosine or linear")
 
 
-def random_mask(batch, length, generator, schedule="cosine"):
+def random_mask(batch, length, rng, schedule="cosine"):
     """(B, T) bool, True = hidden: ceil(gamma(r) T) of a row's T positions (rounded up, so never
     none), r ~ U(0, 1) drawn once per row."""
-    r = torch.rand(batch, generator=generator, device=generator.device)    # where generator is
+    r = torch.rand(batch, generator=rng, device=rng.device)                # on rng's device
     count = (mask_ratio(r, schedule) * length).ceil().clamp(min=1)          # (B,)
-    keys = torch.rand(batch, length, generator=generator, device=generator.device)
+    keys = torch.rand(batch, length, generator=rng, device=rng.device)
     rank = keys.argsort(1).argsort(1)
     return rank < count[:, None]                                            # a random subset
 
 
-def masked_loss(model, ids, values, present, generator, label_smoothing=0.0, schedule="cosine"):
+def masked_loss(model, ids, values, present, rng, schedule="cosine"):
     """Cross-entropy -log p(x_i | x_unmasked, c), averaged over the masked positions only."""
-    hidden = random_mask(*ids.shape, generator, schedule)
+    hidden = random_mask(*ids.shape, rng, schedule)
     logits = model(ids.masked_fill(hidden, model.mask_id), values, present)  # the answer is hidden
-    return F.cross_entropy(logits[hidden].float(), ids[hidden], label_smoothing=label_smoothing)
+    at = hidden.nonzero(as_tuple=True)         # the step's one wait: how many are hidden (shapes)
+    return F.cross_entropy(logits[at].float(), ids[at])
 
 
 # ----------------------------------------------------------------------------- training
-def train(config):
+def train(config, build=build):        # maskgit_factored.py trains its own network
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # data order, masks, dropout
+    rng = torch.Generator(device).manual_seed(config["seed"])          # every draw of training
     model, tokenizer = build(config)
     model = model.to(device)
-    training = data.TrainingData(config["data"], config["train_per_comp"], tokenizer.encode, device)
-    ema = runs.ema_copy(model)                                         # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
-                       rng=generator)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        batch, latents = training.batch(config["batch_size"], generator)  # fixed or fresh images
-        values, present = data.conditioning(latents, config["cond"], config["cond_drop"], generator)
+    training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
+                                 config["cond_drop"], tokenizer.encode, device)
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
+                                   scaler=scaler, rng=rng)
+    weights, ema_weights = list(model.parameters()), list(ema.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        batch, values, present = training.batch(config["batch_size"], rng)  # tokens, condition
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU
-            loss = masked_loss(model, batch, values, present, generator, config["label_smoothing"],
-                               config["mask_schedule"])
+            loss = masked_loss(model, batch, values, present, rng, config["mask_schedule"])
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)                                          # clip true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
-            for p_ema, p in zip(ema.parameters(), model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-        loss = loss.item()                                      # the step's one wait for the device
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}")
-        if step + 1 in evaluations:
-            metrics = runs.evaluate(draw, ema, tokenizer, config, step + 1, loss,
-                                    title=f"MaskGIT ({config['cond']}, "
-                                          f"{config['unmask']} unmasking)")
-            progress.write(f"step {step + 1}: seen {100 * metrics['seen']:.1f} | level-1 "
-                           f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, weights, 1 - decay)    # ema += (1 - d)(model - ema)
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            runs.draw_and_read(draw, ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -270,46 +242,48 @@ def remask_count(s, steps, length, hidden, schedule="cosine"):
 
 
 @torch.no_grad()
-def sample(model, values, present, steps, generator, unmask="confidence", choice_temperature=4.5,
+def sample(model, values, present, steps, rng, unmask="confidence", choice_temperature=4.5,
            length=64, schedule="cosine"):
-    """Parallel decoding: start all [MASK]; at step s sample every masked id, keep the most
-    confident, and re-mask gamma((s+1)/S) T of them, so none is left after S steps."""
-    device = next(model.parameters()).device                # every draw is made there, by generator
+    """Parallel decoding: start all hidden; at step s draw every hidden token from the head, keep
+    some (the most confident, or a random choice: unmask) and hide gamma((s+1)/S) T of them
+    again, so none is left after S steps."""
+    device = next(model.parameters()).device                      # every draw is made there, by rng
     values, present = values.to(device), present.to(device)
-    ids = torch.full((len(values), length), model.mask_id, device=device)
+    tokens = torch.full((len(values), length), model.mask_id, device=device)
+    hidden = torch.ones((len(values), length), dtype=torch.bool, device=device)
     for s in range(steps):
-        hidden = ids == model.mask_id
         with runs.autocast(device):
-            logits = model(ids, values, present).float()
-        u = torch.rand(logits.shape, generator=generator, device=device)
+            logits = model(tokens.masked_fill(hidden, model.mask_id), values, present).float()
+        u = torch.rand(logits.shape, generator=rng, device=device)
         drawn = (logits - torch.log(-torch.log(u.clamp(1e-20)))).argmax(-1)  # Gumbel-max: x ~ p
         log_p = logits.log_softmax(-1).gather(-1, drawn[..., None])[..., 0]
         if unmask == "confidence":                                          # log p + annealed noise
-            u = torch.rand(ids.shape, generator=generator, device=device)
+            u = torch.rand(hidden.shape, generator=rng, device=device)
             g = -torch.log(-torch.log(u.clamp(1e-20)))                      # Gumbel noise
             confidence = log_p + choice_temperature * (1 - (s + 1) / steps) * g
         else:                                                               # a random order
-            confidence = torch.rand(ids.shape, generator=generator, device=device)
-        confidence = confidence.masked_fill(~hidden, math.inf)              # decoded ids stay
+            confidence = torch.rand(hidden.shape, generator=rng, device=device)
+        confidence = confidence.masked_fill(~hidden, math.inf)              # decoded tokens stay
         remask = remask_count(s, steps, length, hidden, schedule)
-        ids = torch.where(hidden, drawn, ids)
+        tokens = torch.where(hidden, drawn, tokens)
+        hidden = torch.zeros_like(hidden)
         if remask > 0:
             lowest = confidence.argsort(1)[:, :remask]                      # least confident
-            ids = ids.scatter(1, lowest, model.mask_id)
-    return ids
+            hidden = hidden.scatter(1, lowest, True)
+    return tokens
 
 
 # --------------------------------------------------------------------------- evaluation
-def draw(model, tokenizer, config, values, present, generator):
+def draw(model, tokenizer, config, values, present, rng):
     """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the conditions
     (values, present)."""
-    ids = sample(model, values, present, config["sample_steps"], generator, config["unmask"],
-                 config["choice_temperature"], schedule=config["mask_schedule"])
-    return tokenizer.decode(ids.cpu()).clip(0, 1)
+    tokens = sample(model, values, present, config["sample_steps"], rng, config["unmask"],
+                    config["choice_temperature"], schedule=config["mask_schedule"])
+    return tokenizer.decode(tokens).clip(0, 1)
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train)
+    runs.run(NAME, get_config(argv), train)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 A toy version of Bradley, "Local Mechanisms of Compositional Generalization in Conditional
 Diffusion" (arXiv 2509.16447): dit.py's objective, backbone and sampler, conditioned on object
-locations, trained on 1, 2 or 3 discs (data.py's second world) and asked for 0 to 10, the paper's
+locations, trained on 1, 2 or 3 discs (objects_world.py) and asked for 0 to 10, the paper's
 range. Two flags set what it learns from and how:
 
     --cond all | one    the training condition: every object's location, or one of them (at random)
@@ -15,12 +15,13 @@ range. Two flags set what it learns from and how:
     python objects.py --cond one --locality patch --out runs/objects-one-patch
 
 A sample is right when it holds exactly the asked number of discs, each within 2 px of its own
-asked location (judge.objects_right). The paper finds the models that generalize local in both
-the locations and the pixels their score reads: `locality` and `pixel_locality` read the two.
+asked location (objects_world.objects_right). The paper finds the models that generalize local in
+both the locations and the pixels their score reads: `locality` and `pixel_locality` read the two.
 Sections: config -> model -> the condition and the locality readings -> training -> sampling ->
 evaluation.
 """
 import argparse
+import copy
 import math
 
 import numpy as np
@@ -30,11 +31,12 @@ from torch import nn
 from tqdm import tqdm
 
 import data
-import judge
+import objects_world
 import runs
+import tokenizers
 from dit import Block, flow_loss, modulate, noisy, sample, sincos_positions, timestep_embedding
 
-MODEL = "objects"
+NAME = "objects"
 SAMPLING = ("sample_steps",)    # what tools/resample.py may change
 COUNTS = (1, 2, 3)              # objects in a training image
 ASKED = tuple(range(11))        # objects asked at evaluation: 0 to 10, the paper's range
@@ -51,33 +53,35 @@ REACH_RADIUS = math.sqrt(2) * REACH["locations"] + 0.5
 
 
 # -------------------------------------------------------------------------------- config
-# What a run trains with unless a flag says otherwise (dit.py's recipe); config.json records each
-DEFAULTS = {"steps": 1500, "batch_size": 64, "lr": 2e-3, "warm_up_steps": 200, "weight_decay": 0.0,
-            "ema_decay": 0.999, "adamw_betas": [0.9, 0.99], "clip_norm": 1.0, "eval_every": 250,
-            "width": 128, "depth": 4, "heads": 4}
+# Every value a run uses unless a flag says otherwise (dit.py's recipe, 1500 steps); config.json
+# records each. 16 samples of each number asked: 176 a reading.
+DEFAULTS = dict(steps=1500, batch_size=64, lr=2e-3, lr_schedule="constant", warm_up_steps=200,
+                weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
+                width=128, depth=4, heads=4, eval_every=250, samples_per_comp=16,
+                # what the condition holds and how it enters; dit.py's noise levels and sampler
+                cond="all", locality="global", time_dist="logit-normal", sample_steps=25)
 
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    runs.add_common_arguments(parser, MODEL, DEFAULTS, shapes2d=False)
-    parser.set_defaults(samples_per_comp=16)       # 16 samples of each number asked: 176 a reading
-    parser.add_argument("--cond", default="all", choices=("all", "one"),
+    runs.add_common_arguments(parser, NAME, DEFAULTS, shapes2d=False)
+    parser.add_argument("--cond", default=DEFAULTS["cond"], choices=("all", "one"),
                         help="what the training condition says: every object's location or one")
-    parser.add_argument("--locality", default="global", choices=("global", "local", "patch"),
+    parser.add_argument("--locality", default=DEFAULTS["locality"],
+                        choices=("global", "local", "patch"),
                         help="how the locations enter: tokens all see, or each patch's neighbours "
                              "only (local: patches attend to the 3x3 around them; patch: to none)")
-    parser.add_argument("--sample-steps", type=int, default=25, help="Euler steps when sampling")
-    parser.add_argument("--time-dist", default="logit-normal", choices=("logit-normal", "uniform"),
+    parser.add_argument("--sample-steps", type=int, default=DEFAULTS["sample_steps"],
+                        help="Euler steps when sampling")
+    parser.add_argument("--time-dist", default=DEFAULTS["time_dist"],
+                        choices=("logit-normal", "uniform"),
                         help="how training draws t: sigmoid(0.8 n + 0.8) (to noise) or U(0, 1)")
-    args = parser.parse_args(argv)
-    if args.sample_steps < 1:
-        parser.error(f"--sample-steps must be a positive integer, got {args.sample_steps}")
-    return parser, args
+    return parser, parser.parse_args(argv)
 
 
 def get_config(argv=None):
-    return runs.start_run(*parse(argv), MODEL)
+    return runs.start_run(*parse(argv), NAME)
 
 
 # --------------------------------------------------------------------------------- model
@@ -152,9 +156,9 @@ class ObjectsDiT(nn.Module):
 
 
 def build(config):
-    """The network a run trains, shaped by its config, and its tokenizer: the pixels (data.py)."""
+    """The network a run trains, shaped by its config, and its tokenizer: the pixels."""
     return ObjectsDiT(config["locality"], config["width"], config["depth"], config["heads"]), \
-        data.ContinuousTokenizer("pixels")
+        tokenizers.ContinuousTokenizer("pixels")
 
 
 # ------------------------------------------------------- the condition and the locality readings
@@ -164,7 +168,7 @@ def padded(positions, device="cpu"):
     filled = torch.full((len(positions), max([len(p) for p in positions] + [1]), 2), torch.nan)
     for i, p in enumerate(positions):
         filled[i, :len(p)] = torch.as_tensor(p)
-    filled = filled.to(device)                  # filled on the host, one copy: NaN marks absence
+    filled = data.to_device(filled, device)     # filled on the host, one copy: NaN marks absence
     return filled.nan_to_num(0.0), ~filled[..., 0].isnan()
 
 
@@ -182,7 +186,7 @@ def near_pixels(centres, radius):
             + (grid[None, :, None] - centres[:, 1, None, None]) ** 2) <= radius ** 2
 
 
-def locality(model, x_0, positions, t, generator, radius=6.0, nudge=0.5):
+def locality(model, x_0, positions, t, rng, radius=6.0, nudge=0.5):
     """Conditional locality: the share of the predicted image's change, when the first asked
     location moves by `nudge` px (in x, then in y: the two energies summed), within `radius` px of
     it; x_0 noised to time t once, the model told t. 1 is local (and so is changing nothing); a
@@ -190,7 +194,7 @@ def locality(model, x_0, positions, t, generator, radius=6.0, nudge=0.5):
     on the model's device."""
     device = next(model.parameters()).device
     x_0, (points, present) = x_0.to(device), padded(positions, device)
-    eps = torch.randn(x_0.shape, generator=generator, device=device)
+    eps = torch.randn(x_0.shape, generator=rng, device=device)
     x_t = noisy(x_0, torch.full((len(x_0),), t, device=device), eps)   # one x_t for every call
     time = torch.full((len(x_0),), t, device=device)                    # and the model is told t
     first = (torch.arange(points.shape[1], device=device) == 0)[:, None]          # (K, 1)
@@ -198,13 +202,13 @@ def locality(model, x_0, positions, t, generator, radius=6.0, nudge=0.5):
     with torch.no_grad():
         base = model(x_t, time, points, present)
         change = sum((model(x_t, time, points + move, present) - base) ** 2 for move in moves)
-    energy = data.unpatchify(change, PATCH).sum(-1)             # (B, H, W): both moves' energy
+    energy = tokenizers.unpatchify(change, PATCH).sum(-1)       # (B, H, W): both moves' energy
     total = energy.sum()
     share = (energy * near_pixels(points[:, 0], radius)).sum() / total.clamp(min=1e-30)
     return torch.where(total > 0, share, 1.0)                       # a move that changes nothing
 
 
-def pixel_locality(model, x_0, positions, t, generator, radius=6.0):
+def pixel_locality(model, x_0, positions, t, rng, radius=6.0):
     """Spatial locality, the paper's other half: where the prediction at an object the model is
     not told of reads x_t from. Told each image's first location alone, the gradient of x0_hat at
     the second object's pixel (a random mix of its channels) with respect to x_t; the share of its
@@ -217,15 +221,16 @@ def pixel_locality(model, x_0, positions, t, generator, radius=6.0):
     x_0, (points, present) = x_0.to(device), padded([p[:1] for p in positions], device)
     second = padded([p[1:2] for p in positions], device)[0][:, 0]                 # (B, 2) pixels
     time = torch.full((len(x_0),), t, device=device)
-    x_t = noisy(x_0, time, torch.randn(x_0.shape, generator=generator, device=device))
+    x_t = noisy(x_0, time, torch.randn(x_0.shape, generator=rng, device=device))
     x_t.requires_grad_(True)
     column, row = second.floor().long().clamp(0, data.IMAGE_SIZE - 1).unbind(-1)   # its pixel
     with torch.enable_grad():
-        image = data.unpatchify(model(x_t, time, points, present).float(), PATCH)  # (B, H, W, 3)
+        x0_hat = model(x_t, time, points, present).float()
+        image = tokenizers.unpatchify(x0_hat, PATCH)                          # (B, H, W, 3)
         there = image[torch.arange(len(x_0), device=device), row, column]          # (B, 3)
-        mix = torch.randn(there.shape, generator=generator, device=device)
+        mix = torch.randn(there.shape, generator=rng, device=device)
         (gradient,) = torch.autograd.grad((there * mix).sum(), x_t)
-    energy = data.unpatchify(gradient ** 2, PATCH).sum(-1)                      # (B, H, W)
+    energy = tokenizers.unpatchify(gradient ** 2, PATCH).sum(-1)                      # (B, H, W)
     total = energy.sum()
     share = (energy * near_pixels(second, radius)).sum() / total.clamp(min=1e-30)
     return torch.where(total > 0, share, 1.0)                       # a prediction that reads none
@@ -235,92 +240,89 @@ def pixel_locality(model, x_0, positions, t, generator, radius=6.0):
 def train(config):
     device = torch.device(config["device"])
     torch.manual_seed(config["seed"])
-    generator = torch.Generator(device).manual_seed(config["seed"])   # t and eps, on the device
+    rng = torch.Generator(device).manual_seed(config["seed"])          # t and eps, on the device
     # where the discs go: a host generator (on the CPU the same one, a single stream of draws)
-    placing = generator if device.type == "cpu" else torch.Generator().manual_seed(config["seed"])
+    placing = rng if device.type == "cpu" else torch.Generator().manual_seed(config["seed"])
     model, tokenizer = build(config)
     model = model.to(device)
-    ema = runs.ema_copy(model)                                  # the network evaluations use
+    ema = copy.deepcopy(model).requires_grad_(False)                   # the network evaluations use
+    if config["compile"]:                                # --compile: the blocks, for long runs
+        for block in model.blocks:
+            block.compile(backend=config["compile"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], betas=config["adamw_betas"],
-                                  weight_decay=config["weight_decay"])
-    scaler = runs.grad_scaler(device)                           # fp16 only: runs.py
-    step = runs.resume(config, model=model, ema=ema, optimizer=optimizer, scaler=scaler,
-                       rng=generator, placing_rng=placing)
-    evaluations = runs.evaluation_steps(config["steps"], config["eval_every"])
-    metrics = None
-    progress = tqdm(range(step, config["steps"]), initial=step, total=config["steps"], desc=MODEL)
-    for step in progress:
-        # new images each step, placed and rendered on the host: they and their locations cross
-        rng = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=placing)))
-        positions = data.sample_positions(rng.choice(COUNTS, config["batch_size"]), rng)
-        batch = tokenizer.encode(torch.as_tensor(data.render_objects(positions), device=device))
-        values, present = padded(told(positions, config["cond"], rng), device)
-        for group in optimizer.param_groups:                    # warm-up, then the schedule
+                                  weight_decay=config["weight_decay"], fused=device.type == "cuda")
+    scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
+    checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
+                                   scaler=scaler, rng=rng, placing_rng=placing)
+    weights, ema_weights = list(model.parameters()), list(ema.parameters())
+    start = checkpoints.resume()                               # 0, or the step --resume goes on
+    for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
+        # new images each step, placed and rendered on the host, then copied without a wait
+        draws = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=placing)))
+        positions, images = objects_world.training_batch(COUNTS, config["batch_size"], draws,
+                                                         device)
+        batch = tokenizer.encode(images)                                    # (B, T, C)
+        values, present = padded(told(positions, config["cond"], draws), device)
+        for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
-        with runs.autocast(device):                             # bf16 or fp16 on a GPU
-            loss = flow_loss(model, batch, values, present, generator, config["time_dist"])
+        with runs.autocast(device):                                         # bf16 or fp16 on a GPU
+            loss = flow_loss(model, batch, values, present, rng, config["time_dist"])
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)                              # clip true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])
+        scaler.unscale_(optimizer)                                          # clip true gradients
+        torch.nn.utils.clip_grad_norm_(weights, config["clip_norm"])
         scaler.step(optimizer)
         scaler.update()
         decay = min(config["ema_decay"], (1 + step) / (10 + step))          # EMA with warm-up
         with torch.no_grad():
-            for p_ema, p in zip(ema.parameters(), model.parameters()):
-                p_ema.lerp_(p, 1 - decay)
-        loss = loss.item()
-        runs.check_finite(loss, step + 1, config["out"])
-        progress.set_postfix(loss=f"{loss:.4f}")
-        if step + 1 in evaluations:
-            metrics = evaluate(ema, tokenizer, config, step + 1, loss)
-            progress.write(f"step {step + 1}: {headline(metrics)}")
-            runs.save_checkpoint(config["out"], model=model.state_dict(), ema=ema.state_dict(),
-                                  optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                                  step=step + 1, config=config, rng=generator.get_state(),
-                                  placing_rng=placing.get_state())
-    return metrics or runs.read_metrics(config["out"])[-1]
+            torch._foreach_lerp_(ema_weights, weights, 1 - decay)    # ema += (1 - d)(model - ema)
+        if checkpoints.due(step + 1):                # the loss is read here, not at every step
+            draw_and_read(ema, tokenizer, config, step + 1, loss)
+            checkpoints.save(step + 1)
 
 
 # ----------------------------------------------------------------------------- sampling
-def draw(model, tokenizer, config, values, present, generator):
+def draw(model, tokenizer, config, values, present, rng):
     """What an evaluation draws: images (N, H, W, 3) in [0, 1] for the asked locations, by dit.py's
     Euler sampler."""
-    x = sample(model, values, present, tokenizer.dim, config["sample_steps"], generator)
-    return tokenizer.decode(x).clip(0, 1)
+    tokens = sample(model, values, present, tokenizer.dim, config["sample_steps"], rng)
+    return tokenizer.decode(tokens).clip(0, 1)
 
 
 # --------------------------------------------------------------------------- evaluation
 def readings(images, positions):
-    """Per sample: right (judge.objects_right), the share of asked locations found (a disc within
-    2 px), and the objects drawn where none was asked."""
-    right = np.array([judge.objects_right(image, asked) for image, asked in zip(images, positions)])
+    """Per sample: right (objects_world.objects_right), the share of asked locations found (a disc
+    within 2 px), and the objects drawn where none was asked."""
+    right = np.array([objects_world.objects_right(image, asked)
+                      for image, asked in zip(images, positions)])
     found, extra = [], []
     for image, asked in zip(images, positions):
-        centres = np.array([c for c, _ in judge.find_objects(image)]).reshape(-1, 2)
+        centres = np.array([c for c, _ in objects_world.find_objects(image)]).reshape(-1, 2)
         close = np.linalg.norm(centres[:, None] - np.asarray(asked)[None], axis=-1) <= 2.0
         found.append(close.any(0).mean() if len(asked) else 1.0)        # close: (found, asked)
         extra.append(int((~close.any(1)).sum()))
     return right, np.array(found), np.array(extra)
 
 
-def evaluate(model, tokenizer, config, step, loss):
-    """Ask for 0 to 10 objects (the same locations at every evaluation), judge the samples, read the
-    denoiser's localities at t = 0.2, 0.5, 0.8, and write the run files. The counts go up in order,
-    so the locations and the sampling noise of 0 to n asked do not depend on how many more are."""
+def draw_and_read(model, tokenizer, config, step, loss):
+    """One evaluation: read the step's loss, ask for 0 to 10 objects (the same locations at every
+    evaluation), judge the samples, read the denoiser's localities at t = 0.2, 0.5, 0.8, write the
+    run files and print the step's line. The counts go up in order, so the locations and the
+    sampling noise of 0 to n asked do not depend on how many more are."""
+    loss = runs.read_loss(loss, step, config)
     model.eval()
     device = next(model.parameters()).device
     rng = np.random.default_rng(config["seed"])
     counts = np.repeat(ASKED, config["samples_per_comp"])
-    positions = data.sample_positions(counts, rng)
+    positions = objects_world.sample_positions(counts, rng)
     values, present = padded(positions, device)
-    generator = torch.Generator(device).manual_seed(config["seed"] + 1)
-    images = draw(model, tokenizer, config, values, present, generator)
-    threes = data.sample_positions([3] * 16, rng)                   # three objects, all asked
-    x_0 = tokenizer.encode(torch.as_tensor(data.render_objects(threes), device=device))
+    sampling = torch.Generator(device).manual_seed(config["seed"] + 1)
+    images = draw(model, tokenizer, config, values, present, sampling)
+    threes = objects_world.sample_positions([3] * 16, rng)          # three objects, all asked
+    x_0 = tokenizer.encode(torch.as_tensor(objects_world.render_objects(threes), device=device))
 
     def by_time(reading, **settings):
-        return {str(t): float(reading(model, x_0, threes, t, generator, **settings))
+        return {str(t): float(reading(model, x_0, threes, t, sampling, **settings))
                 for t in (0.2, 0.5, 0.8)}
     localities = {"locality": by_time(locality), "pixel_locality": by_time(pixel_locality),
                   "locality_within_reach": by_time(locality, radius=REACH_RADIUS)}
@@ -337,6 +339,7 @@ def evaluate(model, tokenizer, config, step, loss):
     runs.keep(config["out"], metrics, images=images, counts=counts, points=points)
     save_grid(f"{config['out']}/samples.png", images, counts, points,
               f"objects.py --cond {config['cond']} --locality {config['locality']}, step {step}")
+    tqdm.write(f"step {step}: {headline(metrics)}")
     return metrics
 
 
@@ -388,7 +391,7 @@ def report(metrics):
 
 
 def main(argv=None):
-    runs.run(MODEL, get_config(argv), train, closing=report)
+    runs.run(NAME, get_config(argv), train, closing=report)
 
 
 if __name__ == "__main__":

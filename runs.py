@@ -2,16 +2,15 @@
 metrics.jsonl and the pictures. Nothing here is a method; the judge is judge.py.
 
 A generator calls, in order:
-    runs.add_common_arguments(parser, MODEL, DEFAULTS)  # the contract's flags, at DEFAULTS
-    config = runs.start_run(parser, args, MODEL)
-    runs.run(MODEL, config, train)                # train() calls runs.evaluate() at each evaluation
+    runs.add_common_arguments(parser, NAME, DEFAULTS)   # the contract's flags, at DEFAULTS
+    config = runs.start_run(parser, args, NAME)
+    runs.run(NAME, config, train)        # train() calls runs.draw_and_read() at each evaluation
 
-Sections, in call order: arguments -> start -> run -> precision -> the per-step helpers ->
-evaluation and record -> checkpoints -> pictures.
+Sections, in call order: arguments -> start -> run -> precision -> the learning rate ->
+checkpoints -> evaluation and record -> pictures.
 """
 import argparse
 import contextlib
-import copy
 import importlib
 import json
 import math
@@ -22,11 +21,13 @@ import time
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 import data
 import judge
 
-GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar")  # they train on Shapes2D
+GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar",   # they train on Shapes2D
+              "maskgit_factored")
 MODELS = GENERATORS + ("objects",)    # and objects.py, dit.py's method in the world of many objects
 SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
 
@@ -36,13 +37,11 @@ class Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFo
     """--help as the docstring wrote it, every flag with its default: what config.json records."""
 
 
-def add_common_arguments(parser, model, defaults, shapes2d=True):
-    """The flags of the contract, the same in every generator, at the values of the script's own
-    block (DEFAULTS: steps, batch size, rate, warm-up, weight decay, EMA, the first evaluation, the
-    backbone's width, depth and heads).
-    What no flag changes (AdamW's betas, the clipping norm) goes into the config as it is, so that
-    config.json holds every value a run trains with. shapes2d=False (objects.py, another world)
-    leaves out the flags of Shapes2D's condition and training set."""
+def add_common_arguments(parser, name, defaults, shapes2d=True):
+    """The flags of the contract, the same in every generator, each at its value in the script's
+    own block (DEFAULTS). What no flag changes (AdamW's betas, the clipping norm) goes into the
+    config as it is, so that config.json holds every value a run trains with. shapes2d=False
+    (objects.py, another world) leaves out the flags of Shapes2D's condition and training set."""
     parser.add_argument("--steps", type=int, default=defaults["steps"], help="training steps")
     parser.add_argument("--batch-size", type=int, default=defaults["batch_size"],
                         help="images per training step")
@@ -56,21 +55,22 @@ def add_common_arguments(parser, model, defaults, shapes2d=True):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     if shapes2d:
-        parser.add_argument("--cond", default="continuous", choices=data.COND_MODES)
-        parser.add_argument("--cond-drop", type=float, default=0.1,
+        parser.add_argument("--cond", default=defaults["cond"], choices=data.COND_MODES)
+        parser.add_argument("--cond-drop", type=float, default=defaults["cond_drop"],
                             help="hiding probability per factor")
     parser.add_argument("--eval-every", type=int, default=defaults["eval_every"],
                         help="first evaluation step; later ones each x1.41 (even in log step), and "
                              "the last step")
-    parser.add_argument("--samples-per-comp", type=int, default=32,
+    parser.add_argument("--samples-per-comp", type=int, default=defaults["samples_per_comp"],
                         help="samples per composition (objects.py: per number of objects asked)")
     if shapes2d:
-        parser.add_argument("--train-per-comp", type=int, default=5000,
+        parser.add_argument("--train-per-comp", type=int, default=defaults["train_per_comp"],
                             help="training images per seen composition")
-        parser.add_argument("--data", default="fixed", choices=data.DATA_KINDS,
+        parser.add_argument("--data", default=defaults["data"], choices=data.DATA_KINDS,
                             help="fixed: --train-per-comp images rendered once; fresh: new "
                                  "images every step")
-    parser.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"),
+    parser.add_argument("--lr-schedule", default=defaults["lr_schedule"],
+                        choices=("constant", "cosine"),
                         help="after the warm-up: hold --lr, or decay it to 0 at --steps")
     parser.add_argument("--weight-decay", type=float, default=defaults["weight_decay"],
                         help="AdamW's decoupled weight decay")
@@ -78,11 +78,14 @@ def add_common_arguments(parser, model, defaults, shapes2d=True):
                         help="d of the evaluated network, ema <- d ema + (1 - d) model; "
                              "early steps use min(d, (1 + step) / (10 + step))")
     parser.set_defaults(adamw_betas=defaults["adamw_betas"], clip_norm=defaults["clip_norm"])
-    parser.add_argument("--out", default=os.path.join("runs", model), help="run folder")
+    parser.add_argument("--out", default=os.path.join("runs", name), help="run folder")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="also keep each evaluation's EMA network, checkpoints/step_N.pt "
                              "(for inside.py)")
+    parser.add_argument("--compile", nargs="?", const="inductor", metavar="BACKEND",
+                        help="torch.compile the network for long runs (the random draws stay "
+                             "outside); checkpoints load without it")
 
 
 def resolve_device(name):
@@ -109,24 +112,24 @@ def script(name):
 
 
 # ---------------------------------------------------------------------------------- start
-def start_run(parser, args, model):
-    """Validate flags, pick the device, guard the run folder, write config.json."""
-    counts = ("steps", "batch_size", "warm_up_steps", "eval_every", "samples_per_comp",
-              "train_per_comp")
-    for name in [n for n in counts if n in vars(args)]:
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got "
-                         f"{getattr(args, name)}")
-    if args.eval_every > args.steps:
-        parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
+def start_run(parser, args, name):
+    """Validate flags, pick the device, guard the run folder, write config.json. A count (a flag
+    whose default is a positive integer) must be a positive integer, and a number whose default is
+    >= 0 (a rate, a temperature, a weight) a finite number >= 0."""
     if not (args.lr > 0 and math.isfinite(args.lr)):
         parser.error(f"--lr must be a positive number, got {args.lr}")
-    if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
-        parser.error(f"--weight-decay must be a number >= 0, got {args.weight_decay}")
     if not 0 <= args.ema_decay < 1:
         parser.error(f"--ema-decay must be in [0, 1), got {args.ema_decay}")
     if not 0 <= vars(args).get("cond_drop", 0) < 1:
         parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
+    for key, value in vars(args).items():
+        default, flag = parser.get_default(key), f"--{key.replace('_', '-')}"
+        if type(default) is int and default > 0 and value < 1:
+            parser.error(f"{flag} must be a positive integer, got {value}")
+        if type(default) is float and default >= 0 and not (value >= 0 and math.isfinite(value)):
+            parser.error(f"{flag} must be a number >= 0, got {value}")
+    if args.eval_every > args.steps:
+        parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
     args.device = resolve_device(args.device)
     checkpoint = os.path.join(args.out, "ckpt.pt")
     if args.resume and not os.path.exists(checkpoint):
@@ -134,9 +137,9 @@ def start_run(parser, args, model):
     if not args.resume and os.path.exists(os.path.join(args.out, "metrics.jsonl")):
         parser.error(f"{args.out} already holds a run; pass --resume to continue it, or "
                      "--out NEW_FOLDER")
-    config = dict(vars(args), model=model)
+    config = dict(vars(args), model=name)
     if args.resume:                                      # refuse before config.json is touched
-        check_resumable(args.out, model, config)
+        check_resumable(args.out, name, config)
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as error:
@@ -172,18 +175,18 @@ def provenance(device):
                 gpu=torch.cuda.get_device_name() if device == "cuda" else None)
 
 
-def check_resumable(out, model, config):
-    """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
+def check_resumable(out, name, config):
+    """A checkpoint is resumed only by its own script with the same settings (--steps may grow)."""
     saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
     saved = saved.get("config", {})
-    if saved.get("model") != model:
+    if saved.get("model") != name:
         raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, "
-                         f"not {model!r}")
+                         f"not {name!r}")
     trained_on = saved.get("device", "cpu")              # its random state is a generator of there
     if trained_on != config["device"]:
         raise SystemExit(f"error: {out}/ckpt.pt was trained on {trained_on}; resume it there "
                          f"(--device {trained_on}), or start a new --out")
-    free = ("device", "resume", "out", "steps", "keep_checkpoints", "clock")   # may differ
+    free = ("device", "resume", "out", "steps", "keep_checkpoints", "clock", "compile")
     for key in [k for k in saved if k not in free and k in config]:
         if saved[key] != config[key]:
             raise SystemExit(f"error: {out}/ckpt.pt has {key}={saved[key]!r}, this run asks "
@@ -191,17 +194,17 @@ def check_resumable(out, model, config):
 
 
 # ------------------------------------------------------------------------------------ run
-def run(model, config, train, closing=None):
-    """Train, turn Ctrl-C into a hint on how to resume,
-    and print the closing table (report's, or closing's)."""
-    print(f"{model}: device {config['device']}, run folder {config['out']}")
+def run(name, config, train, closing=None):
+    """Train, turn Ctrl-C into a hint on how to resume, and print the last evaluation's closing
+    table (report's, or closing's)."""
+    print(f"{name}: device {config['device']}, run folder {config['out']}")
     start_clock(config)
     try:
-        metrics = train(config)
+        train(config)
     except KeyboardInterrupt:
         raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
                          f"continue with --resume --out {config['out']}")
-    (closing or report)(metrics)
+    (closing or report)(read_metrics(config["out"])[-1])
 
 
 def start_clock(config, before=0.0):
@@ -268,12 +271,7 @@ def grad_scaler(device):
     return torch.amp.GradScaler(torch.device(device).type, enabled=enabled)
 
 
-# ----------------------------------------------------------------------- the per-step helpers
-def ema_copy(model):
-    """The EMA network: a copy that follows the trained one and is never trained itself."""
-    return copy.deepcopy(model).requires_grad_(False)
-
-
+# ------------------------------------------------------------------------ the learning rate
 def learning_rate(config, step):
     """The ladder's one schedule: linear warm-up over --warm-up-steps, then --lr held (constant) or
     decayed to 0 at --steps along half a cosine: lr = lr_max (1 + cos(pi s / S)) / 2."""
@@ -284,16 +282,7 @@ def learning_rate(config, step):
     return config["lr"] * warm_up * (1 + math.cos(math.pi * progress)) / 2
 
 
-def check_finite(loss, step, out):
-    """Stop at once on a non-finite loss (a number, or a tensor of one), before the next checkpoint,
-    saying where the last good one is."""
-    if not math.isfinite(float(loss)):
-        kept = os.path.exists(os.path.join(out, "ckpt.pt"))
-        where = (f"the last good checkpoint is kept in {out}" if kept
-                 else "no checkpoint was written yet")
-        raise SystemExit(f"error: loss is {float(loss)} at step {step}; {where}; try a lower --lr")
-
-
+# ---------------------------------------------------------------------------- checkpoints
 def evaluation_steps(steps, first):
     """first, first*sqrt2, first*2, ... and the last step: evenly spaced in log(step)."""
     points, k = {steps}, 0
@@ -303,7 +292,105 @@ def evaluation_steps(steps, first):
     return points
 
 
+class Checkpoints:
+    """A run's ckpt.pt: where training resumes from, and the steps it is evaluated and saved at
+    (evaluation_steps). It holds every part of the run's state under its name: the networks, the
+    optimizer, the scaler and the random generator (rng), so a resumed run goes on bit for bit."""
+
+    def __init__(self, config, **parts):
+        self.config, self.parts = config, parts
+        self.steps = evaluation_steps(config["steps"], config["eval_every"])
+
+    def resume(self):
+        """The step training starts from: 0, or with --resume the checkpoint's, every part given
+        the state saved under its name; metrics after it are dropped, to be recomputed, and the
+        clock goes on from the last kept evaluation's wall time."""
+        if not self.config["resume"]:
+            return 0
+        out = self.config["out"]
+        state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
+        self.restore(state)
+        kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
+        start_clock(self.config, kept[-1].get("seconds", 0.0) if kept else 0.0)
+        with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+            f.writelines(json.dumps(m) + "\n" for m in kept)
+        return state["step"]
+
+    def due(self, step):
+        """Whether the run is evaluated and saved after this many steps."""
+        return step in self.steps
+
+    def save(self, step):
+        """ckpt.pt, written atomically; with --keep-checkpoints also this step's EMA network."""
+        state = self.state(step)
+        save_atomic(state, os.path.join(self.config["out"], "ckpt.pt"))
+        if self.config.get("keep_checkpoints"):
+            kept = dict(ema=state["ema"], step=step, config=self.config)
+            save_atomic(kept, os.path.join(self.config["out"], "checkpoints", f"step_{step}.pt"))
+
+    def state(self, step):
+        """Every part's state under its name, the step and the config: what ckpt.pt holds."""
+        state = {key: part.get_state() if isinstance(part, torch.Generator) else part.state_dict()
+                 for key, part in self.parts.items()}
+        return dict(state, step=step, config=self.config)
+
+    def restore(self, state):
+        """Give every part the state saved under its name."""
+        for key, part in self.parts.items():
+            if isinstance(part, torch.Generator):
+                part.set_state(state[key])
+            else:
+                part.load_state_dict(state[key])
+
+
+def save_atomic(state, path):
+    """torch.save to a temporary file, then rename: an interruption never leaves half a file."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
 # ------------------------------------------------------------------------ evaluation and record
+def draw_and_read(draw, model, tokenizer, config, step, loss):
+    """One evaluation: read the step's loss (the only time training waits for it), draw every
+    composition with the generator's draw, read the samples with the judge, write the run files
+    and print the step's line. Returns the metrics."""
+    loss = read_loss(loss, step, config)
+    model.eval()
+    bits = requests(config["samples_per_comp"])
+    images = generate(draw, model, tokenizer, config, bits, config["seed"])
+    model.train()
+    metrics = record(config["out"], step, loss, images, bits, title(config), elapsed(config))
+    tqdm.write(f"step {step}: seen {100 * metrics['seen']:.1f} | level-1 "
+               f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f} | "
+               f"loss {loss:.4f}")
+    return metrics
+
+
+def read_loss(loss, step, config):
+    """The loss as a number (a wait for the device), and a stop if it is not finite, before the
+    checkpoint is saved, saying where the last good one is. None (a resampled run that kept no
+    loss): NaN, recorded as such."""
+    if loss is None:
+        return float("nan")
+    loss = float(loss.detach() if torch.is_tensor(loss) else loss)
+    if not math.isfinite(loss):
+        kept = os.path.exists(os.path.join(config["out"], "ckpt.pt"))
+        where = (f"the last good checkpoint is kept in {config['out']}" if kept
+                 else "no checkpoint was written yet")
+        raise SystemExit(f"error: loss is {loss} at step {step}; {where}; try a lower --lr")
+    return loss
+
+
+def title(config):
+    """What the pictures of a run say it is: 'givt (continuous, pixels, random unmasking)', and
+    '(resampled)' after a run tools/resample.py drew again."""
+    said = [str(config[key]) for key in ("cond", "tokenizer", "head") if key in config]
+    said += [f"{config['unmask']} unmasking"] if "unmask" in config else []
+    again = " (resampled)" if "resampled_from" in config else ""
+    return f"{config['model']} ({', '.join(said)}){again}"
+
+
 def requests(n_per_code):
     """The factor bits asked of each sample, n_per_code of each composition in order: (N, 3)."""
     return np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], n_per_code, 0)
@@ -312,23 +399,13 @@ def requests(n_per_code):
 def generate(draw, model, tokenizer, config, bits, seed):
     """Images (N, H, W, 3) in [0, 1] asked for bits (N, 3), drawn as a run's evaluations draw them:
     latents from seed, the sampler's random draws from seed + 1, so every evaluation asks the same.
-    The condition and the sampler's generator are on the model's device."""
+    The condition and the sampler's rng are on the model's device."""
     device = next(model.parameters()).device
     latents = data.sample_latents(bits, np.random.default_rng(seed))
     values, present = data.conditioning(latents, config["cond"], train=False)
-    generator = torch.Generator(device).manual_seed(seed + 1)
+    rng = torch.Generator(device).manual_seed(seed + 1)
     values, present = values.to(device), present.to(device)
-    return np.asarray(draw(model, tokenizer, config, values, present, generator))
-
-
-def evaluate(draw, model, tokenizer, config, step, loss, title):
-    """Sample every composition with the generator's draw,
-    judge the samples, write the run files."""
-    model.eval()
-    bits = requests(config["samples_per_comp"])
-    images = generate(draw, model, tokenizer, config, bits, config["seed"])
-    model.train()
-    return record(config["out"], step, loss, images, bits, title, elapsed(config))
+    return np.asarray(draw(model, tokenizer, config, values, present, rng))
 
 
 def elapsed(config):
@@ -369,41 +446,6 @@ def read_metrics(out):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-# ---------------------------------------------------------------------------- checkpoints
-def save_checkpoint(out, **state):
-    """ckpt.pt, written atomically; with --keep-checkpoints also this evaluation's EMA network."""
-    data.save_atomic(state, os.path.join(out, "ckpt.pt"))
-    if state["config"].get("keep_checkpoints"):
-        kept = dict(ema=state["ema"], step=state["step"], config=state["config"])
-        data.save_atomic(kept, os.path.join(out, "checkpoints", f"step_{state['step']}.pt"))
-
-
-def resume(config, **parts):
-    """The step training starts from: 0, or with --resume its checkpoint's, each part (the model,
-    its EMA, the optimizer, the scaler, a random generator) given the state saved under its name."""
-    if not config["resume"]:
-        return 0
-    state = load_checkpoint(config)
-    for key, part in parts.items():
-        if isinstance(part, torch.Generator):
-            part.set_state(state[key])
-        else:
-            part.load_state_dict(state[key])
-    return state["step"]
-
-
-def load_checkpoint(config):
-    """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed, and the clock
-    goes on from the last kept evaluation's wall time."""
-    out = config["out"]
-    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
-    kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
-    start_clock(config, kept[-1].get("seconds", 0.0) if kept else 0.0)
-    with open(os.path.join(out, "metrics.jsonl"), "w") as f:
-        f.writelines(json.dumps(m) + "\n" for m in kept)
-    return state
 
 
 # ------------------------------------------------------------------------------- pictures

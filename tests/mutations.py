@@ -270,19 +270,19 @@ MUTATIONS = [
      [f"{OB}::test_objects_locality_noises_once_at_t_tells_the_model_t_and_moves_in_x_then_in_y"], "A10"),
     ("objects.py",
      "        change = sum((model(x_t, time, points + move, present) - base) ** 2 for move in moves)\n"
-     "    energy = data.unpatchify(change, PATCH).sum(-1)             # (B, H, W): both moves' energy\n"
+     "    energy = tokenizers.unpatchify(change, PATCH).sum(-1)             # (B, H, W): both moves' energy\n"
      "    total = energy.sum()\n",
      "        changes = [(model(x_t, time, points + move, present) - base) ** 2 for move in moves]\n"
-     "    energies = [data.unpatchify(change, PATCH).sum(-1) for change in changes]\n"
+     "    energies = [tokenizers.unpatchify(change, PATCH).sum(-1) for change in changes]\n"
      "    near = near_pixels(points[:, 0], radius)\n"
      "    return sum((e * near).sum() / e.sum() for e in energies) / 2\n",
      [f"{OB}::test_objects_the_locality_readings_on_denoisers_whose_answer_is_known"], "A10"),
     ("objects.py",                                   # a share per move, 0 / 0 floored: half the reading
      "        change = sum((model(x_t, time, points + move, present) - base) ** 2 for move in moves)\n"
-     "    energy = data.unpatchify(change, PATCH).sum(-1)             # (B, H, W): both moves' energy\n"
+     "    energy = tokenizers.unpatchify(change, PATCH).sum(-1)             # (B, H, W): both moves' energy\n"
      "    total = energy.sum()\n",
      "        changes = [(model(x_t, time, points + move, present) - base) ** 2 for move in moves]\n"
-     "    energies = [data.unpatchify(change, PATCH).sum(-1) for change in changes]\n"
+     "    energies = [tokenizers.unpatchify(change, PATCH).sum(-1) for change in changes]\n"
      "    near = near_pixels(points[:, 0], radius)\n"
      "    return sum((e * near).sum() / e.sum().clamp(min=1e-20) for e in energies) / 2\n",
      [f"{OB}::test_objects_the_locality_readings_on_denoisers_whose_answer_is_known"], "A10"),
@@ -371,8 +371,8 @@ MUTATIONS = [
     ("runs.py", "    if dtype is None:                    # not even a disabled autocast",
      "    if False:                    # not even a disabled autocast",
      [f"{DV}::test_givt_trains_evaluates_and_checkpoints_on_another_device"], None),
-    ("inside.py", 'codes = torch.as_tensor(data.load_tokenizer("codebook").encode(images)).to(device)',
-     'codes = torch.as_tensor(data.load_tokenizer("codebook").encode(images))',
+    ("inside.py", 'codes = torch.as_tensor(tokenizers.load_tokenizer("codebook").encode(images)).to(device)',
+     'codes = torch.as_tensor(tokenizers.load_tokenizer("codebook").encode(images))',
      [f"{DV}::test_inside_reads_a_run_on_another_device"], None),
     ("dit.py", "with runs.full_precision(h.device):                 # x0_hat",
      "with runs.autocast(h.device):                 # x0_hat",
@@ -434,8 +434,8 @@ MUTATIONS = [
     ("mar.py", 'decay = min(config["ema_decay"], (1 + step) / (10 + step))',
      'decay = max(config["ema_decay"], (1 + step) / (10 + step))',
      [f"{FL}::test_mar_ema_decay_and_its_warm_up_give_the_closed_form_ema"], None),
-    ("dit.py", "metrics = runs.evaluate(draw, ema, tokenizer",
-     "metrics = runs.evaluate(draw, model, tokenizer",
+    ("dit.py", "metrics = runs.draw_and_read(draw, ema, tokenizer",
+     "metrics = runs.draw_and_read(draw, model, tokenizer",
      [f"{FL}::test_dit_ema_decay_and_its_warm_up_give_the_closed_form_ema"], None),
     ("ar.py", "p_ema.lerp_(p, 1 - decay)", 'p_ema.lerp_(p, 1 - config["ema_decay"])',
      [f"{FL}::test_ar_ema_decay_and_its_warm_up_give_the_closed_form_ema"], None),
@@ -507,16 +507,16 @@ MUTATIONS = [
      [f"{FL}::test_dit_width_depth_heads_shape_the_network"], None),
     ("ar.py", 'depth=config["depth"]', 'depth=DEFAULTS["depth"]',
      [f"{FL}::test_ar_width_depth_heads_shape_the_network"], None),
-    ("givt.py", 'data.ContinuousTokenizer(config["tokenizer"])',
-     'data.ContinuousTokenizer("pixels")',
+    ("givt.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])',
+     'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_givt_tokenizer_chooses_the_tokens"], None),
-    ("mar.py", 'data.ContinuousTokenizer(config["tokenizer"])',
-     'data.ContinuousTokenizer("pixels")',
+    ("mar.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])',
+     'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_mar_tokenizer_chooses_the_tokens"], None),
-    ("dit.py", 'data.ContinuousTokenizer(config["tokenizer"])',
-     'data.ContinuousTokenizer("pixels")',
+    ("dit.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])',
+     'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_dit_tokenizer_chooses_the_tokens"], None),
-    ("ar.py", 'data.ContinuousTokenizer(config["tokenizer"])', 'data.ContinuousTokenizer("pixels")',
+    ("ar.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])', 'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_ar_tokenizer_chooses_the_mixture_heads_tokens"], None),
     # ... each script's own
     ("maskgit.py", 'config["sample_steps"]', "10",
@@ -636,8 +636,8 @@ MUTATIONS = [
      [f"{D}::test_dit_timestep_embedding_is_the_sin_and_cos_of_1000_t_at_geometric_frequencies"], None),
     ("dit.py", "project(values[:, lo:hi]), self.null[g])", "project(values[:, lo:hi]), self.null[0])",
      [f"{D}::test_dit_condition_embedding_puts_each_hidden_factors_own_null_in_its_place"], None),
-    ("dit.py", "data.TextEncoder(width) if cond in data.TEXT_MODES else None",
-     'data.TextEncoder(width) if cond == "text" else None',
+    ("dit.py", "captions.TextEncoder(width) if cond in data.TEXT_MODES else None",
+     'captions.TextEncoder(width) if cond == "text" else None',
      [f"{TX}::test_text_condition_reaches_the_generator_through_its_condition_embedding"], None),
     # the networks: what enters, what the head reads, where training starts
     ("maskgit.py", "h = self.embed(ids) + self.positions", "h = self.embed(ids)",

@@ -4,6 +4,7 @@ import torch
 
 import data
 import judge
+import tokenizers
 
 
 def test_contract_codes_and_order():
@@ -51,31 +52,46 @@ def latent_code(latents):
                               int(latents[4] < 6.25)])
 
 
-def test_fixed_training_data_draws_from_the_rendered_set():
-    training = data.TrainingData("fixed", 50, lambda images: torch.as_tensor(images))
-    batch, latents = training.batch(16, torch.Generator().manual_seed(0))
-    assert batch.shape == (16, 32, 32, 3) and latents.shape == (16, 7)
-    for image, latent in zip(batch.numpy(), latents):              # each image with its own latents
-        assert np.allclose(image, data.render(latent[None])[0])
+def told(values):
+    """The latents (N, 7) a continuous condition states, back in the latents' units."""
+    return values.numpy() * data.COND_SCALE + data.COND_CENTRE
+
+
+def test_fixed_training_data_draws_from_the_rendered_set_with_each_images_condition():
+    training = data.TrainingData("fixed", 50, "continuous", 0.0, torch.as_tensor)
+    batch, values, present = training.batch(16, torch.Generator().manual_seed(0))
+    assert batch.shape == (16, 32, 32, 3) and values.shape == (16, 7) and present.all()
+    for image, latent in zip(batch.numpy(), told(values)):        # each image with its own latents
+        assert np.allclose(image, data.render(latent[None])[0], atol=1e-4)
         assert any((image == row).all() for row in training.tokens.numpy())
 
 
 def test_fresh_training_data_renders_new_seen_images_every_batch():
-    training = data.TrainingData("fresh", 50, lambda images: torch.as_tensor(images))
-    generator = torch.Generator().manual_seed(0)
-    first, latents = training.batch(256, generator)
-    second, _ = training.batch(256, generator)
+    training = data.TrainingData("fresh", 50, "continuous", 0.0, torch.as_tensor)
+    rng = torch.Generator().manual_seed(0)
+    first, values, _ = training.batch(256, rng)
+    second, _, _ = training.batch(256, rng)
     assert first.shape == (256, 32, 32, 3) and not torch.equal(first, second)
-    assert np.allclose(first.numpy(), data.render(latents))
-    assert {latent_code(row) for row in latents} == set(data.SEEN)    # all four, and only seen ones
-    fresh = data.TrainingData("fresh", 50, torch.as_tensor)
-    again, _ = fresh.batch(256, torch.Generator().manual_seed(0))
-    assert torch.equal(first, again)                              # the generator decides: resumable
+    assert np.allclose(first.numpy(), data.render(told(values)), atol=1e-4)
+    assert {latent_code(row) for row in told(values)} == set(data.SEEN)   # all four, only seen
+    fresh = data.TrainingData("fresh", 50, "continuous", 0.0, torch.as_tensor)
+    again, _, _ = fresh.batch(256, torch.Generator().manual_seed(0))
+    assert torch.equal(first, again)                                # the rng decides: resumable
     with pytest.raises(ValueError, match="unknown training data 'infinite'"):
-        data.TrainingData("infinite", 50, torch.as_tensor)
+        data.TrainingData("infinite", 50, "continuous", 0.0, torch.as_tensor)
 
 
-@pytest.mark.parametrize("kind", [data.Codebook, data.PCATokenizer])
+def test_training_data_draws_the_images_then_what_the_condition_hides():
+    """The condition is the batch's own, in the asked mode: discrete hides the position in every
+    image, dropout hides factors at about cond_drop."""
+    rng = torch.Generator().manual_seed(0)
+    _, _, present = data.TrainingData("fixed", 20, "discrete", 0.0, torch.as_tensor).batch(64, rng)
+    assert not present[:, 3].any() and present[:, :3].all()
+    _, _, present = data.TrainingData("fixed", 20, "dropout", 0.5, torch.as_tensor).batch(512, rng)
+    assert abs(1 - present[:, :3].float().mean().item() - 0.5) < 0.05
+
+
+@pytest.mark.parametrize("kind", [tokenizers.Codebook, tokenizers.PCATokenizer])
 def test_tokenizer_fit_sees_only_seen_compositions(kind, monkeypatch):
     asked = []
     original = data.make_dataset
@@ -98,37 +114,37 @@ def test_conditioning_modes():
     assert not present[:, 3].any() and present[:, :3].all()                # position hidden
     generator = torch.Generator().manual_seed(0)
     many = np.repeat(latents, 500, 0)
-    _, present = data.conditioning(many, "dropout", drop_prob=0.3, generator=generator)
+    _, present = data.conditioning(many, "dropout", drop_prob=0.3, rng=generator)
     assert abs((~present[:, :3]).float().mean().item() - 0.3) < 0.03 and present[:, 3].all()
     _, present = data.conditioning(many, "dropout", drop_prob=0.3, train=False)
     assert present.all()                                                   # all factors at sampling
-    _, present = data.conditioning(many, "discrete-dropout", drop_prob=0.3, generator=generator)
+    _, present = data.conditioning(many, "discrete-dropout", drop_prob=0.3, rng=generator)
     assert (~present[:, :3]).any() and not present[:, 3].any()
 
 
 def test_patchify_round_trip_numpy_and_torch():
     images = data.make_dataset(["000", "111"], 3, seed=0)[0]
     for patch in (4, 8):
-        tokens = data.patchify(images, patch)
+        tokens = tokenizers.patchify(images, patch)
         assert tokens.shape == (6, (32 // patch) ** 2, patch * patch * 3)
-        assert np.array_equal(data.unpatchify(tokens, patch), images)
+        assert np.array_equal(tokenizers.unpatchify(tokens, patch), images)
         t = torch.as_tensor(images)
-        assert torch.equal(data.unpatchify(data.patchify(t, patch), patch), t)
+        assert torch.equal(tokenizers.unpatchify(tokenizers.patchify(t, patch), patch), t)
     # the first token is the top-left patch
-    assert np.array_equal(data.patchify(images, 4)[0, 0], images[0, :4, :4].reshape(-1))
+    assert np.array_equal(tokenizers.patchify(images, 4)[0, 0], images[0, :4, :4].reshape(-1))
 
 
 @pytest.mark.parametrize("name", ["codebook", "pca"])
 def test_tokenizer_round_trip_keeps_every_composition(name):
-    tokenizer = data.load_tokenizer(name)
+    tokenizer = tokenizers.load_tokenizer(name)
     images, bits, _ = data.make_dataset(data.COMPOSITIONS, 100, seed=777)
     result = judge.evaluate(tokenizer.decode(tokenizer.encode(images)), bits)
     assert min(result["acc"].values()) >= 0.98, result["acc"]
 
 
 def test_codebook_ids_in_range_and_cache_is_the_same_tokenizer():
-    first = data.load_tokenizer("codebook")
-    again = data.load_tokenizer("codebook")                                 # from .cache
+    first = tokenizers.load_tokenizer("codebook")
+    again = tokenizers.load_tokenizer("codebook")                                 # from .cache
     images = data.make_dataset(data.COMPOSITIONS, 5, seed=1)[0]
     ids = first.encode(images)
     assert ids.shape == (40, 64) and ids.dtype == torch.int64
@@ -143,7 +159,7 @@ def test_bad_input_names_the_choices():
                        match="'fuzzy'.*continuous, discrete, dropout, discrete-dropout"):
         data.conditioning(np.zeros((1, 7)), "fuzzy")
     with pytest.raises(ValueError, match="'vqgan'.*codebook, pca"):
-        data.load_tokenizer("vqgan")
+        tokenizers.load_tokenizer("vqgan")
 
 
 def test_dropout_hides_each_factor_on_its_own():
@@ -151,7 +167,7 @@ def test_dropout_hides_each_factor_on_its_own():
     p^2 of the time (0.09 at p = 0.3), not p (one draw for the row)."""
     many = np.repeat(data.sample_latents([[1, 0, 1]], np.random.default_rng(0)), 20000, 0)
     _, present = data.conditioning(many, "dropout", drop_prob=0.3,
-                                   generator=torch.Generator().manual_seed(0))
+                                   rng=torch.Generator().manual_seed(0))
     hidden = ~present[:, :3]
     assert abs((hidden[:, 0] & hidden[:, 1]).float().mean().item() - 0.09) < 0.01
     assert abs(hidden.float().mean().item() - 0.3) < 0.01
@@ -160,10 +176,10 @@ def test_dropout_hides_each_factor_on_its_own():
 def test_the_codebook_reads_each_patch_as_its_nearest_mask_times_colour():
     """encode picks the (mask, colour) pair of least squared error, id = mask * colours + colour:
     no other pair is closer to the patch than the one it picked."""
-    codebook = data.load_tokenizer("codebook")
+    codebook = tokenizers.load_tokenizer("codebook")
     images = data.make_dataset(data.COMPOSITIONS, 2, seed=3)[0]
     ids = codebook.encode(images)
-    patches = torch.as_tensor(data.patchify(images, 4)).float()            # (N, 64, 48)
+    patches = torch.as_tensor(tokenizers.patchify(images, 4)).float()            # (N, 64, 48)
     picked = ((codebook.vectors(ids) - patches) ** 2).sum(-1)
     every = (codebook.masks[:, None, :, None]
              * codebook.palette[None, :, None, :]).flatten(2)              # (M, C, 48)
@@ -197,7 +213,7 @@ def test_data_discrete_condition_carries_each_factors_class_as_the_contract_defi
         assert ((mean_color[:, 0] > mean_color[:, 2]) == (color == 0)).all(), code   # red: R > B
         areas.setdefault(size, []).append(inside.sum((1, 2)))
         values, _ = data.conditioning(latents, "discrete", train=False)
-        raw = values.numpy() * data._COND_SCALE + data._COND_CENTRE      # in the latents' units
+        raw = values.numpy() * data.COND_SCALE + data.COND_CENTRE      # in the latents' units
         assert np.array_equal(raw[:, 0], np.full(len(raw), float(shape))), code
         assert ((raw[:, 1] > raw[:, 3]) == (color == 0)).all(), code
         assert (np.abs(raw[:, 4] - latents[:, 4]) < 1.0).all(), (code, raw[:, 4])   # its own class

@@ -6,6 +6,7 @@ import torch
 
 import data
 import dit
+import tokenizers
 
 
 def small_model():
@@ -56,7 +57,7 @@ def test_sampler_integrates_from_noise_to_the_predicted_image():
 def test_loss_falls_when_overfitting_one_batch():
     model = small_model()
     images = data.make_dataset(["000", "001"], 4, seed=0)[0]
-    x_0 = data.ContinuousTokenizer("pixels").encode(images).float()
+    x_0 = tokenizers.ContinuousTokenizer("pixels").encode(images).float()
     latents = data.make_dataset(["000", "001"], 4, seed=0)[2]
     values, present = data.conditioning(latents, "continuous")
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
@@ -76,7 +77,7 @@ def test_tokens_round_trip_for_each_tokenizer():
     0.3 on average, and on 87% of the values)."""
     images = data.make_dataset(data.COMPOSITIONS, 8, seed=5)[0]
     for name, dim in (("pixels", 48), ("codebook", 48), ("pca", 16)):
-        tokenizer = data.ContinuousTokenizer(name)
+        tokenizer = tokenizers.ContinuousTokenizer(name)
         encoded = tokenizer.encode(images)
         assert encoded.shape == (64, 64, dim) and tokenizer.dim == dim
         error = np.abs(tokenizer.decode(encoded) - images)

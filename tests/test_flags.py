@@ -15,7 +15,7 @@ each of them evaluates is its closed form.
   with its momentum schedule).
 
 Every run here is tiny and in this process (width 16, one block, batch 2, one to four steps),
-with runs.evaluate and runs.save_checkpoint replaced by recorders: no judge, no files.
+with runs.draw_and_read and runs.Checkpoints' saving replaced by recorders: no judge, no files.
 """
 import copy
 import importlib
@@ -29,21 +29,23 @@ import numpy as np
 import pytest
 import torch
 
+import captions
 import data
 import runs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = runs.GENERATORS                       # maskgit, jepa_maskgit, givt, mar, dit, ar
-MODULES = {name: importlib.import_module(name) for name in SCRIPTS}
+MODULES = {name: importlib.import_module(name) for name in runs.GENERATORS}
+SCRIPTS = tuple(name for name in runs.GENERATORS      # maskgit_factored.py trains by maskgit.py
+                if name != "maskgit_factored")
 TINY = ["--steps", "1", "--batch-size", "2", "--train-per-comp", "2", "--width", "16",
         "--depth", "1", "--heads", "2", "--eval-every", "1", "--samples-per-comp", "1",
         "--device", "cpu"]
 OWN = {"maskgit": ["--sample-steps", "3"],
        "jepa_maskgit": ["--sample-steps", "3", "--jepa-layers", "0"],
        "givt": ["--sample-steps", "3"], "mar": ["--sample-steps", "2", "--diffusion-steps", "2"],
-       "dit": ["--sample-steps", "3"], "ar": []}
+       "dit": ["--sample-steps", "3"], "ar": [], "maskgit_factored": ["--sample-steps", "3"]}
 MOVING = ["--steps", "2", "--warm-up-steps", "1", "--lr", "1e-2"]   # the second step's loss moves
-MASKGITS = ("maskgit", "jepa_maskgit")          # maskgit.py's build and draw, in both scripts
+MASKGITS = ("maskgit", "jepa_maskgit", "maskgit_factored")   # maskgit.py's flags and draw
 
 
 # ------------------------------------------------------------------------------ the harness
@@ -51,13 +53,13 @@ def config(script, *flags):
     """The script's config for TINY, its own small settings, then flags (the last one wins)."""
     module = MODULES[script]
     _, args = module.parse([*TINY, *OWN[script], *map(str, flags), "--out", "unused-run-folder"])
-    return dict(vars(args), model=module.MODEL)
+    return dict(vars(args), model=module.NAME)
 
 
 class Run:
-    """What one tiny training showed: the network the EMA was copied from (at the start), each
-    step's loss, batch and condition, each evaluation's (step, network) and each checkpoint's
-    state (--eval-every 1: one after every step of the first four)."""
+    """What one tiny training showed: the network (and its weights at the start), each
+    evaluation's loss, (step, network) and checkpoint state (--eval-every 1: one after every step
+    of the first four), and each step's batch, condition and rate."""
 
     def __init__(self, config):
         self.config, self.network, self.initial, self.data = config, None, None, None
@@ -71,21 +73,33 @@ def train(script, *flags, device=None, resume_from=None):
     run = Run(config(script, *flags, *(["--resume"] if resume_from else [])))
     if device is not None:
         run.config["device"] = device
-    ema_copy, learning_rate, conditioning = runs.ema_copy, runs.learning_rate, data.conditioning
+    learning_rate, conditioning = runs.learning_rate, data.conditioning
 
     class Recorded(data.TrainingData):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             run.data = self
 
-        def batch(self, size, generator):
-            tokens, latents = super().batch(size, generator)
-            run.batches.append((size, tokens, latents))
-            return tokens, latents
+        def batch(self, size, rng):
+            tokens, values, present = super().batch(size, rng)
+            run.batches.append((size, tokens, run.conditions[-1][0]))   # the latents told
+            return tokens, values, present
 
-    def copied(model):
-        run.network, run.initial = model, copy.deepcopy(model.state_dict())
-        return ema_copy(model)
+    class Checkpoints(runs.Checkpoints):
+        def __init__(self, config, **parts):
+            super().__init__(config, **parts)
+            run.network = parts["model"]
+            run.initial = copy.deepcopy(parts["model"].state_dict())
+
+        def resume(self):
+            if not self.config["resume"]:
+                return 0
+            self.restore(copy.deepcopy(resume_from))
+            return resume_from["step"]
+
+        def save(self, step):
+            run.outs.append(self.config["out"])
+            run.checkpoints.append(copy.deepcopy(self.state(step)))
 
     def rate(config, step):
         if len(run.rates) > 10:                  # a run that ignores --steps stops here, at once
@@ -93,31 +107,21 @@ def train(script, *flags, device=None, resume_from=None):
         run.rates.append(learning_rate(config, step))
         return run.rates[-1]
 
-    def conditioned(*args, **kwargs):
-        run.conditions.append(conditioning(*args, **kwargs))
-        return run.conditions[-1]
+    def conditioned(latents, *args, **kwargs):
+        run.conditions.append((latents, *conditioning(latents, *args, **kwargs)))
+        return run.conditions[-1][1:]
 
-    def evaluate(draw, model, tokenizer, config, step, loss, title):
+    def draw_and_read(draw, model, tokenizer, config, step, loss):
+        run.losses.append(float(loss.detach()))
         run.evaluations.append((step, copy.deepcopy(model.state_dict())))
         return {"seen": 0.0, "level1": 0.0, "level2": 0.0}
-
-    def finite(loss, step, out):
-        run.losses.append(float(loss))
-        run.outs.append(out)
-
-    def saved(out, **state):
-        run.outs.append(out)
-        run.checkpoints.append(copy.deepcopy(state))
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(data, "TrainingData", Recorded)
         patch.setattr(data, "conditioning", conditioned)
-        patch.setattr(runs, "ema_copy", copied)
+        patch.setattr(runs, "Checkpoints", Checkpoints)
         patch.setattr(runs, "learning_rate", rate)
-        patch.setattr(runs, "evaluate", evaluate)
-        patch.setattr(runs, "check_finite", finite)
-        patch.setattr(runs, "save_checkpoint", saved)
-        patch.setattr(runs, "load_checkpoint", lambda config: copy.deepcopy(resume_from))
+        patch.setattr(runs, "draw_and_read", draw_and_read)
         with torch.random.fork_rng(devices=[]):
             MODULES[script].train(run.config)
     return run
@@ -184,21 +188,21 @@ def test_common_batch_size_sets_the_images_per_step():
 def test_common_cond_sets_the_training_condition():
     """discrete: the position is hidden in every training condition; continuous: nothing is."""
     for script in SCRIPTS:
-        (_, present), = trained(script, "--cond", "discrete").conditions
+        (_, _, present), = trained(script, "--cond", "discrete").conditions
         assert not present[:, 3].any() and present[:, :3].all(), script
-        (_, present), = trained(script).conditions
+        (_, _, present), = trained(script).conditions
         assert present.all(), script
 
 
 def test_common_cond_drop_sets_how_often_training_hides_a_factor():
     for script in SCRIPTS:
         run = trained(script, "--cond", "dropout", "--cond-drop", "0.9", "--batch-size", "8")
-        hidden = 1 - torch.cat([present[:, :3] for _, present in run.conditions]).float().mean()
+        hidden = 1 - torch.cat([present[:, :3] for _, _, present in run.conditions]).float().mean()
         assert hidden > 0.7, (script, hidden)                  # 24 draws of p = 0.9, not of 0.1
 
 
 def evaluated_conditions(*flags):
-    """The conditions one evaluation (runs.evaluate) hands the draw, the judge left out."""
+    """The conditions one evaluation (runs.draw_and_read) hands the draw, the judge left out."""
     handed = []
 
     def draw(model, tokenizer, config, values, present, generator):
@@ -207,8 +211,8 @@ def evaluated_conditions(*flags):
     settings = config("maskgit", *flags)
     runs.start_clock(settings)                          # what runs.run starts before training
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runs, "record", lambda *args, **kwargs: {})
-        runs.evaluate(draw, torch.nn.Linear(1, 1), None, settings, 1, 0.0, "")
+        patch.setattr(runs, "record", lambda *args, **kwargs: dict(seen=0, level1=0, level2=0))
+        runs.draw_and_read(draw, torch.nn.Linear(1, 1), None, settings, 1, 0.0)
     return handed[0]
 
 
@@ -223,7 +227,8 @@ def test_common_cond_drop_and_text_partial_are_off_at_evaluation():
         assert torch.equal(values, data.conditioning(latents, mode, train=False)[0]), mode
     ids, present = evaluated_conditions("--cond", "text-partial", "--cond-drop", "0.9",
                                         "--samples-per-comp", "4")
-    assert torch.equal(ids, data.captions(latents)[0])                      # every word said
+    bits = data.class_bits(torch.as_tensor(latents))
+    assert torch.equal(ids, captions.captions(bits)[0])                     # every word said
 
 
 def test_common_samples_per_comp_sets_how_many_samples_an_evaluation_judges():
@@ -323,15 +328,24 @@ def test_common_resume_continues_from_the_checkpoint():
 
 
 def test_common_keep_checkpoints_keeps_each_evaluations_network(tmp_path):
-    """runs.save_checkpoint: ckpt.pt always; checkpoints/step_N.pt with --keep-checkpoints only
+    """runs.Checkpoints.save: ckpt.pt always; checkpoints/step_N.pt with --keep-checkpoints only
     (tests/test_runs.py holds it in a real run)."""
     for keep in (False, True):
         out = tmp_path / str(keep)
-        state = {"model": {}, "ema": {"w": torch.ones(2)}, "step": 5,
-                 "config": {"keep_checkpoints": keep}}
-        runs.save_checkpoint(str(out), **state)
+        settings = {"keep_checkpoints": keep, "out": str(out), "steps": 5, "eval_every": 5}
+        runs.Checkpoints(settings, model=torch.nn.Linear(1, 1), ema=torch.nn.Linear(2, 1)).save(5)
         assert (out / "ckpt.pt").exists()
         assert (out / "checkpoints" / "step_5.pt").exists() == keep
+
+
+def test_common_compile_compiles_the_blocks_and_its_checkpoints_load_without_it():
+    """--compile BACKEND compiles each block of the trained network in place (here the eager
+    backend: quick, and the same numbers); what it saves has the same names as without it."""
+    compiled = train("dit", "--compile", "eager")
+    assert all(block._compiled_call_impl is not None for block in compiled.network.blocks)
+    plain = trained("dit")
+    assert compiled.checkpoints[-1]["model"].keys() == plain.checkpoints[-1]["model"].keys()
+    assert not states_differ(compiled.checkpoints[-1]["model"], plain.checkpoints[-1]["model"])
 
 
 def test_common_device_puts_the_network_and_every_batch_there():
@@ -529,18 +543,11 @@ def test_maskgit_choice_temperature_sets_the_noise_on_the_confidence():
         assert not np.array_equal(drawn(script, "--choice-temperature", "0"), drawn(script)), script
 
 
-def test_maskgit_label_smoothing_reaches_the_loss():
-    smoothed = trained("maskgit", *MOVING, "--label-smoothing", "0.2")
-    plain = trained("maskgit", *MOVING)
-    assert smoothed.losses[1] != plain.losses[1]
-
-
-def test_maskgit_factored_head_builds_the_two_part_head():
-    for script in MASKGITS:
-        model, codebook = MODULES[script].build(config(script, "--factored-head"))
-        assert model.head.out_features == codebook.n_masks + codebook.n_colors, script
-        model, codebook = MODULES[script].build(config(script))
-        assert model.head.out_features == codebook.vocab_size, script
+def test_maskgit_factored_builds_the_two_part_head():
+    model, codebook = MODULES["maskgit_factored"].build(config("maskgit_factored"))
+    assert model.head.out_features == codebook.n_masks + codebook.n_colors
+    model, codebook = MODULES["maskgit"].build(config("maskgit"))
+    assert model.head.out_features == codebook.vocab_size
 
 
 # ------------------------------------------------------------------------- jepa_maskgit.py
@@ -555,11 +562,6 @@ def test_jepa_maskgit_jepa_weight_weighs_the_latent_loss():
     nothing = trained("jepa_maskgit", *MOVING, "--jepa-weight", "0")
     assert nothing.losses == trained("maskgit", *MOVING).losses
     assert trained("jepa_maskgit", *MOVING).losses[0] > nothing.losses[0]
-
-
-def test_jepa_maskgit_label_smoothing_reaches_its_loss():
-    smoothed = trained("jepa_maskgit", *MOVING, "--label-smoothing", "0.2")
-    assert smoothed.losses[1] != trained("jepa_maskgit", *MOVING).losses[1]
 
 
 def test_jepa_maskgit_mask_schedule_reaches_its_training():
@@ -672,7 +674,7 @@ def test_every_flag_of_every_script_has_a_row():
     missing = []
     for script in runs.MODELS:
         parser, _ = importlib.import_module(script).parse([])
-        names = "|".join([script, "common"] + (["maskgit"] if script == "jepa_maskgit" else []))
+        names = "|".join([script, "common"] + (["maskgit"] if script in MASKGITS else []))
         for action in parser._actions:
             if not action.option_strings or action.dest == "help":
                 continue

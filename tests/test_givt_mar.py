@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import data
+import tokenizers
 import givt
 import mar
 
@@ -47,7 +48,8 @@ def test_gmm_components_start_distinct():
 
 
 def overfit(loss_fn, model, steps=120, lr=2e-3):
-    x = torch.as_tensor(data.patchify(data.make_dataset(["000", "100"], 4, seed=0)[0], 4)) * 2 - 1
+    images = data.make_dataset(["000", "100"], 4, seed=0)[0]
+    x = torch.as_tensor(tokenizers.patchify(images, 4)) * 2 - 1
     values, present = data.conditioning(data.make_dataset(["000", "100"], 4, seed=0)[2],
                                         "continuous")
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)

@@ -11,11 +11,12 @@ import data
 import dit
 import inside
 import maskgit
+import tokenizers
 
 
 def test_the_reach_of_a_code_the_head_forbids_is_zero():
     images, bits = inside.real_images(2)
-    codebook = data.load_tokenizer("codebook")
+    codebook = tokenizers.load_tokenizer("codebook")
     codes = torch.as_tensor(codebook.encode(images))
     forbidden = int(codes.flatten().mode().values)                  # the commonest code: background
     torch.manual_seed(0)
@@ -33,7 +34,7 @@ def test_the_reach_of_a_code_the_head_forbids_is_zero():
 
 def test_a_network_that_returns_the_truth_has_the_best_reach():
     images, bits = inside.real_images(1)
-    tokens = data.ContinuousTokenizer("pixels")
+    tokens = tokenizers.ContinuousTokenizer("pixels")
     truth = tokens.encode(images).float()
 
     class Oracle(torch.nn.Module):

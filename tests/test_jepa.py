@@ -89,7 +89,7 @@ def test_bad_jepa_flags(tmp_path, capsys):
         code, said = refused(["--jepa-layers", layers, "--out", str(tmp_path / "x")], capsys)
         assert code == 2 and f"block {bad} does not exist; blocks are 0..3" in said, layers
     assert not (tmp_path / "x").exists()                         # checked before the folder is made
-    for flag, value, message in (("--jepa-weight", "-1", "must be >= 0, got -1.0"),
+    for flag, value, message in (("--jepa-weight", "-1", "must be a number >= 0, got -1.0"),
                                  ("--jepa-momentum", "1.5", "must be in [0, 1], got 1.5")):
         code, said = refused([flag, value, "--out", str(tmp_path / "x")], capsys)
         assert code == 2 and f"{flag} {message}" in said
@@ -115,15 +115,28 @@ def test_jepa_losses_are_a_direct_computation():
     cross_entropy, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
                                                    torch.Generator().manual_seed(2), [2, 3])
     hidden = maskgit.random_mask(*ids.shape, torch.Generator().manual_seed(2))
-    c, context = model.hidden_states(ids.masked_fill(hidden, model.mask_id), values, present)
-    _, targets = target.hidden_states(ids, values, present)
+    c, context = jepa_maskgit.block_outputs(model, ids.masked_fill(hidden, model.mask_id), values,
+                                            present)
+    _, targets = jepa_maskgit.block_outputs(target, ids, values, present)
     layer_norm = torch.nn.functional.layer_norm
     expected = sum(((predictor(context[layer][hidden]) - layer_norm(targets[layer][hidden], (64,)))
                     ** 2).mean() for predictor, layer in zip(predictors, [2, 3])) / 2
-    logits = model.readout(context[-1], c)
+    logits = jepa_maskgit.readout(model, context[-1], c)
     assert jepa.item() == pytest.approx(expected.item(), rel=1e-5)
     assert cross_entropy.item() == pytest.approx(
         torch.nn.functional.cross_entropy(logits[hidden], ids[hidden]).item(), rel=1e-5)
+
+
+def test_block_outputs_and_readout_are_maskgits_forward_pass():
+    """What JEPA predicts and what it reads out: every block's output, and the head on the last,
+    the very computation of MaskGIT.forward."""
+    model, _, _ = small()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.05)
+    ids, values, present = batch()
+    c, states = jepa_maskgit.block_outputs(model, ids, values, present)
+    assert len(states) == len(model.blocks) and states[0].shape == (*ids.shape, 64)
+    assert torch.equal(jepa_maskgit.readout(model, states[-1], c), model(ids, values, present))
 
 
 def test_jepa_maskgit_layer_list_reads_each_block_once_in_order():

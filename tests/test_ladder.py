@@ -9,11 +9,15 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATORS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"]
+LADDER = ["maskgit.py", "givt.py", "mar.py", "dit.py"]
 SHARED = {   # name -> the files that must hold the same copy
     "sincos_positions": GENERATORS,
     "modulate": GENERATORS,
     "ConditionEmbedding": GENERATORS,
     "Block": GENERATORS,
+    "parse": LADDER,
+    "get_config": GENERATORS,
+    "main": GENERATORS,
     "SCALE_FLOOR": ["givt.py", "ar.py"],
     "log_density": ["givt.py", "ar.py"],
     "choose_component": ["givt.py", "ar.py"],
@@ -64,52 +68,92 @@ def test_no_file_defines_a_piece_twice():
         assert len(names) == len(set(names)), path
 
 
-def test_the_generators_share_one_backbone_setting():
-    """Optimiser, data, precision and schedule are written the same way in every generator, each
-    value read from the block (DEFAULTS) through the config (width, depth and heads are flags of
-    runs.add_common_arguments, at the block's values)."""
-    lines = ['runs.add_common_arguments(parser, ', 'formatter_class=runs.Help)',
-             'generator = torch.Generator(device).manual_seed(config["seed"])',
-             ('optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], '
-              'betas=config["adamw_betas"],\n                                  '
-              'weight_decay=config["weight_decay"])'),
-             'scaler = runs.grad_scaler(device)',
-             'model, tokenizer = build(config)',
-             ('training = data.TrainingData(config["data"], config["train_per_comp"], '
-              'tokenizer.encode, device)'),
-             'ema = runs.ema_copy(model)',
-             'batch, latents = training.batch(config["batch_size"], generator)',
-             'group["lr"] = runs.learning_rate(config, step)',
-             'with runs.autocast(device):',
-             'scaler.scale(loss).backward()\n        scaler.unscale_(optimizer)',
-             ('torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip_norm"])\n'
-              '        scaler.step(optimizer)\n        scaler.update()'),
-             'decay = min(config["ema_decay"], (1 + step) / (10 + step))',
-             'loss = loss.item()']
-    for path in GENERATORS:
-        source = open(os.path.join(ROOT, path)).read()
-        for line in lines:
-            assert line in source, f"{path} lacks: {line}"
+def test_the_generators_share_one_training_loop_but_its_loss():
+    """Optimiser, data, precision, schedule, EMA, evaluation and checkpoints are one text in every
+    generator of the ladder; only the lines that compute the loss (under runs.autocast) are each
+    method's own (and maskgit.py's first line takes the build of maskgit_factored.py)."""
+    def loop(path):
+        lines = definitions(path)["train"].splitlines()[1:]                 # after `def train(`
+        start = lines.index("        with runs.autocast(device):                                "
+                            "         # bf16 or fp16 on a GPU")
+        end = lines.index("        optimizer.zero_grad(set_to_none=True)")
+        return lines[:start + 1] + lines[end:]
+    for path in LADDER + ["ar.py"]:
+        assert loop(path) == loop("dit.py"), f"{path}'s train differs from dit.py's beyond its loss"
+
+
+def test_a_student_follows_the_loop_with_at_most_six_names_from_other_files():
+    """Each name train() reads from another file of the project (runs.X, data.X, or a name imported
+    from one) is one more place a reader must look; a generator's loop needs at most six
+    (jepa_maskgit.py's, beside them, reads maskgit.py's build and draw: the file it extends)."""
+    project = {name[:-3] for name in os.listdir(ROOT) if name.endswith(".py")}
+    for path in GENERATORS + ["jepa_maskgit.py", "objects.py"]:
+        tree = ast.parse(open(os.path.join(ROOT, path)).read())
+        imported = {alias.asname or alias.name: node.module for node in tree.body
+                    if isinstance(node, ast.ImportFrom) and node.module in project
+                    for alias in node.names}
+        train = next(node for node in tree.body if getattr(node, "name", None) == "train")
+        names = {f"{node.value.id}.{node.attr}" for node in ast.walk(train)
+                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                 and node.value.id in project}
+        names |= {f"{imported[node.id]}.{node.id}" for node in ast.walk(train)
+                  if isinstance(node, ast.Name) and node.id in imported}
+        extended = {"maskgit.build", "maskgit.draw"} if path == "jepa_maskgit.py" else set()
+        assert len(names - extended) <= 6, f"{path}'s loop reads {sorted(names)}"
+
+
+def diff_count(a, b):
+    """The lines a shortest diff from file a to file b changes, removed plus added (what `diff a b`
+    shows): the lines of both less twice their longest common subsequence."""
+    old, new = (open(os.path.join(ROOT, path)).read().splitlines() for path in (a, b))
+    longest = [0] * (len(new) + 1)
+    for line in old:
+        previous = longest[:]
+        for j, other in enumerate(new):
+            longest[j + 1] = previous[j] + 1 if line == other else max(previous[j + 1], longest[j])
+    return len(old) + len(new) - 2 * longest[-1]
+
+
+LIMITS = {("maskgit.py", "givt.py"): 130, ("givt.py", "mar.py"): 242, ("mar.py", "dit.py"): 224}
+
+
+def test_the_ladder_is_a_diff_neighbours_differ_by_little_more_than_objective_head_sampler():
+    """diff maskgit.py givt.py shows objective, head, sampler and the tokens they need: the
+    changed lines of each neighbouring pair stay within its limit."""
+    counts = {pair: diff_count(*pair) for pair in LIMITS}
+    print(" | ".join(f"{a} -> {b}: {n} lines" for (a, b), n in counts.items()))
+    for pair, n in counts.items():
+        assert n <= LIMITS[pair], f"diff {' '.join(pair)} changes {n} lines, over {LIMITS[pair]}"
 
 
 ALLOWED = {("dit.py", "lr"): 2e-3}     # DiT's own rate, from the recipe study (results/README.md)
+RECIPE = ("steps", "batch_size", "lr", "lr_schedule", "warm_up_steps", "weight_decay", "ema_decay",
+          "adamw_betas", "clip_norm", "width", "depth", "heads", "data", "train_per_comp", "cond",
+          "cond_drop", "eval_every", "samples_per_comp")
 
 
-def test_every_generator_trains_with_the_same_block_of_defaults_but_the_differences_named():
-    """DEFAULTS, the block at the top of each config section, holds the same values in every
-    generator but for ALLOWED; jepa_maskgit.py reads maskgit.py's; and each value is what the
-    flag (or, for what no flag changes, the config) starts at, so --help and config.json show it."""
+def test_every_generator_trains_with_the_same_recipe_and_its_block_holds_every_knob():
+    """DEFAULTS, the block at the top of each config section, starts with the ladder's recipe, the
+    same values in every generator but for ALLOWED; it holds every value a run is configured with
+    (each flag starts at its value, so --help and config.json show it); jepa_maskgit.py and
+    maskgit_factored.py take maskgit.py's."""
     import importlib
     first = importlib.import_module("maskgit").DEFAULTS
-    for path in GENERATORS + ["jepa_maskgit.py"]:
+    outside = {"seed", "device", "out", "resume", "keep_checkpoints", "compile"}   # not knobs
+    for path in GENERATORS + ["jepa_maskgit.py", "maskgit_factored.py"]:
         module = importlib.import_module(path[:-3])
-        block = getattr(module, "DEFAULTS", None) if path != "jepa_maskgit.py" else first
-        assert path != "jepa_maskgit.py" or not hasattr(module, "DEFAULTS"), "jepa: maskgit's block"
-        differs = {key for key in first if block[key] != first[key]}
-        assert set(block) == set(first) and differs == {k for p, k in ALLOWED if p == path}, path
+        block = module.DEFAULTS
+        assert list(block)[:len(RECIPE)] == list(RECIPE), path
+        differs = {key for key in RECIPE if block[key] != first[key]}
+        assert differs == {k for p, k in ALLOWED if p == path}, path
         assert all(block[key] == value for (p, key), value in ALLOWED.items() if p == path), path
+        if path in ("jepa_maskgit.py", "maskgit_factored.py"):
+            assert all(block[key] == value for key, value in first.items()), path
         config = vars(module.parse([])[1])
-        assert {key: config[key] for key in block} == block, path
+        assert set(config) - outside == set(block), (path, set(config) ^ set(block))
+        ar_resolves = {"tokenizer"} if path == "ar.py" else set()   # None: the head's own
+        assert {key: config[key] for key in block if key not in ar_resolves} == \
+            {key: value for key, value in block.items() if key not in ar_resolves}, path
     assert not hasattr(importlib.import_module("runs"), "CONSTANTS")    # no code written as strings
 
 

@@ -20,6 +20,7 @@ import givt
 import judge
 import mar
 import maskgit
+import tokenizers
 
 BATCH, WIDTH, DEPTH = 16, 64, 2
 IMAGES, BITS, LATENTS = data.make_dataset(["000", "010"], 128, seed=3)
@@ -42,9 +43,9 @@ def train_and_sample(model, loss, sample, steps, generator, lr=2e-3):
         return sample(model.eval(), values, present), ASKED
 
 
-PIXELS = data.ContinuousTokenizer("pixels")
+PIXELS = tokenizers.ContinuousTokenizer("pixels")
 TOKENS = PIXELS.encode(IMAGES).float()                                      # (N, 64, 48) in [-1, 1]
-CODEBOOK = data.load_tokenizer("codebook")
+CODEBOOK = tokenizers.load_tokenizer("codebook")
 IDS = CODEBOOK.encode(IMAGES)                                               # (N, 64)
 # model, loss on a batch, sampler -> images, training steps, the reading that must reach 50%.
 # Steps leave a margin over seeds and machines: MaskGIT at 300 steps read 0-50% on one
@@ -159,7 +160,7 @@ def givt_densities():
     x = PIXELS.encode(images).float()
     hidden = torch.ones(len(x), 64, dtype=torch.bool)              # every token: only the condition
     bright = images.max(-1, keepdims=True) > 0.3
-    on_object = torch.as_tensor(data.patchify(bright, 4).any(-1))                    # (N, 64)
+    on_object = torch.as_tensor(tokenizers.patchify(bright, 4).any(-1))                    # (N, 64)
     red, blue = np.flatnonzero(bits[:, 1] == 0), np.flatnonzero(bits[:, 1] == 1)    # 32 of each
     swapped = latents.copy()
     # each asks the other colour

@@ -1,4 +1,4 @@
-"""maskgit.py --factored-head: a code's two parts, coverage mask and colour, as two categoricals."""
+"""maskgit_factored.py: a code's two parts, coverage mask and colour, as two categoricals."""
 import math
 
 import numpy as np
@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 import data
 import maskgit
+import maskgit_factored
 
 MASKS, COLOURS = 16, 2
 
@@ -18,7 +19,7 @@ def condition(n):
 
 def factored():
     torch.manual_seed(0)
-    model = maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4, parts=(MASKS, COLOURS))
+    model = maskgit_factored.FactoredMaskGIT((MASKS, COLOURS), width=32, depth=1, heads=4)
     torch.nn.init.normal_(model.head.weight, std=0.5)
     torch.nn.init.normal_(model.final_modulation.weight, std=0.5)
     return model
@@ -28,9 +29,7 @@ def test_the_joint_is_the_product_of_the_two_parts():
     model = factored()
     ids = torch.randint(MASKS * COLOURS, (2, 64))
     values, present = condition(2)
-    c, states = model.hidden_states(ids, values, present)
-    shift, scale = model.final_modulation(F.silu(c))[:, None].chunk(2, -1)
-    raw = model.head(maskgit.modulate(model.final_norm(states[-1]), shift, scale))   # (B, T, M + C)
+    raw = maskgit.MaskGIT.forward(model, ids, values, present)      # (B, T, M + C): the two heads
     p_mask, p_colour = raw[..., :MASKS].softmax(-1), raw[..., MASKS:].softmax(-1)
     p = model(ids, values, present).softmax(-1)
     for m, colour in ((0, 0), (3, 1), (15, 1)):                       # id = mask * colours + colour
@@ -53,7 +52,8 @@ def test_a_pair_never_trained_together_gets_mass_when_each_part_was_trained():
     reach = {}
     for name, parts in (("factored", (MASKS, COLOURS)), ("joint", None)):
         torch.manual_seed(0)
-        model = maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4, parts=parts)
+        model = (maskgit_factored.FactoredMaskGIT(parts, width=32, depth=1, heads=4) if parts
+                 else maskgit.MaskGIT(MASKS * COLOURS, width=32, depth=1, heads=4))
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
         for _ in range(150):
             loss = F.cross_entropy(model(masked, values, present).flatten(0, 1), ids.flatten())
@@ -66,9 +66,10 @@ def test_a_pair_never_trained_together_gets_mass_when_each_part_was_trained():
     assert 0.2 < reach["factored"] < 0.3 and reach["joint"] < 0.01, reach
 
 
-def test_the_flag_builds_the_factored_head(tmp_path):
+def test_the_script_trains_the_factored_head(tmp_path):
     from scripts import ONCE, main
     out = tmp_path / "run"
-    main("maskgit.py", *ONCE, "--factored-head", "--out", out)
+    main("maskgit_factored.py", *ONCE, "--out", out)
     state = torch.load(out / "ckpt.pt", weights_only=True)
-    assert state["ema"]["head.weight"].shape[0] == 1024 + 2 and state["config"]["factored_head"]
+    assert state["ema"]["head.weight"].shape[0] == 1024 + 2
+    assert state["config"]["model"] == "maskgit_factored"

@@ -11,9 +11,10 @@ import pytest
 import torch
 
 import data
-import judge
 import objects
+import objects_world
 import runs
+import tokenizers
 import scripts
 
 
@@ -25,14 +26,14 @@ def generator(seed=0):
 def test_the_renderer_puts_n_separate_discs_where_asked():
     rng = np.random.default_rng(0)
     for n in (0, 1, 3, 8, 25):
-        positions = data.sample_positions([n] * 20, rng)
-        for image, asked in zip(data.render_objects(positions), positions):
-            found = judge.find_objects(image)
+        positions = objects_world.sample_positions([n] * 20, rng)
+        for image, asked in zip(objects_world.render_objects(positions), positions):
+            found = objects_world.find_objects(image)
             assert len(found) == n                                          # never two touching
             centres = np.array([c for c, _ in found]).reshape(-1, 2)
             assert all(np.linalg.norm(centres - p, axis=1).min() < 0.3 for p in asked)
     with pytest.raises(ValueError, match="cannot place 26 objects"):
-        data.sample_positions([26], rng)
+        objects_world.sample_positions([26], rng)
 
 
 def canvas(*discs):
@@ -41,17 +42,17 @@ def canvas(*discs):
     grid = np.arange(data.IMAGE_SIZE) + 0.5
     for x, y, r in discs:
         d = np.sqrt((grid[None, :] - x) ** 2 + (grid[:, None] - y) ** 2) - r
-        image = np.maximum(image, np.clip(0.5 - d, 0, 1)[..., None] * data.OBJECT_COLOR)
+        image = np.maximum(image, np.clip(0.5 - d, 0, 1)[..., None] * objects_world.OBJECT_COLOR)
     return image
 
 
 def test_the_counter_on_hand_made_canvases():
     asked = [(4.0, 4.0), (16.0, 10.0), (28.0, 22.0)]
     right = canvas(*[(x, y, 1.8) for x, y in asked])
-    assert judge.objects_right(right, asked)
+    assert objects_world.objects_right(right, asked)
     for n in range(11):                                         # 0 to 10, each where asked
-        cells = data.CELLS[:n]
-        assert judge.objects_right(canvas(*[(x, y, 1.8) for x, y in cells]), cells), n
+        cells = objects_world.CELLS[:n]
+        assert objects_world.objects_right(canvas(*[(x, y, 1.8) for x, y in cells]), cells), n
     wrong = {"one missing": canvas(*[(x, y, 1.8) for x, y in asked[:2]]),
              "one extra": canvas(*[(x, y, 1.8) for x, y in asked], (10, 28, 1.8)),
              "two touching": canvas(*[(x, y, 1.8) for x, y in asked[1:]], (4, 4, 1.8),
@@ -59,10 +60,10 @@ def test_the_counter_on_hand_made_canvases():
              "a fragment": canvas(*[(x, y, 1.8) for x, y in asked[1:]], (4, 4, 0.9)),
              "3 px off": canvas(*[(x, y, 1.8) for x, y in asked[1:]], (7.0, 4.0, 1.8))}
     for name, image in wrong.items():
-        assert not judge.objects_right(image, asked), name
+        assert not objects_world.objects_right(image, asked), name
     speck = right.copy()
-    speck[20, 5] = data.OBJECT_COLOR                            # one stray pixel is no object
-    assert judge.objects_right(speck, asked)
+    speck[20, 5] = objects_world.OBJECT_COLOR                  # one stray pixel is no object
+    assert objects_world.objects_right(speck, asked)
 
 
 # ----------------------------------------------------------------------- the method
@@ -110,7 +111,7 @@ def test_objects_near_pixels_are_the_pixel_centres_within_the_radius_of_x_y():
 
 def test_objects_readings_count_found_asked_locations_and_extra_discs_apart():
     drawn = np.array([[8.0, 8.0], [24.0, 20.0]], np.float32)               # two discs
-    images = data.render_objects([drawn] * 3)
+    images = objects_world.render_objects([drawn] * 3)
     asked = [drawn, drawn[:1], np.concatenate([drawn, [[16.0, 28.0]]])]   # both; one; one more
     right, found, extra = objects.readings(images, asked)
     assert right.tolist() == [True, False, False]
@@ -139,8 +140,9 @@ def test_moving_one_location_moves_only_its_neighbourhood_of_the_local_condition
     torch.manual_seed(0)
     model = objects.ObjectsDiT("local", width=32, depth=2, heads=4)
     if trained:
-        positions = data.sample_positions([3] * 8, np.random.default_rng(0))
-        x_0 = data.ContinuousTokenizer("pixels").encode(data.render_objects(positions)).float()
+        positions = objects_world.sample_positions([3] * 8, np.random.default_rng(0))
+        images = objects_world.render_objects(positions)
+        x_0 = tokenizers.ContinuousTokenizer("pixels").encode(images).float()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
         loss = objects.flow_loss(model, x_0, *objects.padded(positions), generator())
         loss.backward()
@@ -156,7 +158,7 @@ def test_moving_one_location_moves_only_its_neighbourhood_of_the_local_condition
 
 
 # ------------------------------------------------------------ stand-in denoisers, known answers
-PIXELS = data.ContinuousTokenizer("pixels")
+PIXELS = tokenizers.ContinuousTokenizer("pixels")
 
 
 class Denoiser(torch.nn.Module):
@@ -174,15 +176,15 @@ class Denoiser(torch.nn.Module):
 
 def discs(points, present):
     """The tokens of a disc at each present location, rendered as data.py renders."""
-    images = data.render_objects([p[m].detach().numpy() for p, m in zip(points, present)])
+    images = objects_world.render_objects([p[m].detach().numpy() for p, m in zip(points, present)])
     return PIXELS.encode(images).float()
 
 
 def blur(x_t):
     """Each pixel the mean of the 3x3 pixels around it: x_t read within 1.5 px."""
-    image = data.unpatchify(x_t, 4).permute(0, 3, 1, 2)
+    image = tokenizers.unpatchify(x_t, 4).permute(0, 3, 1, 2)
     smooth = torch.nn.functional.avg_pool2d(image, 3, stride=1, padding=1, count_include_pad=False)
-    return data.patchify(smooth.permute(0, 2, 3, 1), 4)
+    return tokenizers.patchify(smooth.permute(0, 2, 3, 1), 4)
 
 
 def local(x_t, t, points, present):
@@ -200,7 +202,7 @@ def mixing(x_t, t, points, present):
 
 def in_x_only(x_t, t, points, present):
     """local's discs with each y put at its cell's row: the location's move in y changes nothing."""
-    rows = torch.as_tensor(data.GRID, dtype=points.dtype)
+    rows = torch.as_tensor(objects_world.GRID, dtype=points.dtype)
     snapped = points.clone()
     snapped[..., 1] = rows[(points[..., 1:] - rows).abs().argmin(-1)]
     return local(x_t, t, snapped, present)
@@ -208,10 +210,11 @@ def in_x_only(x_t, t, points, present):
 
 def at_the_told_one(x_t, t, points, present):
     """Every pixel is x_t at the first (told) location's pixel: it reads one pixel, far away."""
-    image = data.unpatchify(x_t, 4)
+    image = tokenizers.unpatchify(x_t, 4)
     column, row = points[:, 0].long().unbind(-1)
     there = image[torch.arange(len(x_t)), row, column]                      # (B, 3)
-    return data.patchify(there[:, None, None].expand(-1, 32, 32, -1), 4) * (1 - t[:, None, None])
+    spread = tokenizers.patchify(there[:, None, None].expand(-1, 32, 32, -1), 4)
+    return spread * (1 - t[:, None, None])
 
 
 def disc_shares(centres, radius=6.0):
@@ -223,8 +226,8 @@ def disc_shares(centres, radius=6.0):
 
 @pytest.fixture(scope="module")
 def threes():
-    positions = data.sample_positions([3] * 8, np.random.default_rng(0))
-    return PIXELS.encode(data.render_objects(positions)).float(), positions
+    positions = objects_world.sample_positions([3] * 8, np.random.default_rng(0))
+    return PIXELS.encode(objects_world.render_objects(positions)).float(), positions
 
 
 @pytest.mark.parametrize("t", [0.2, 0.5, 0.8])
@@ -364,16 +367,17 @@ def receptive_field(model):
     pixels = torch.tensor([(12 + b % 4, 12 + b // 4) for b in range(16)])       # (column, row)
     x_t = torch.randn(1, 64, 48).repeat(16, 1, 1).requires_grad_(True)
     far = torch.tensor([[[4.0, 28.0]]]).repeat(16, 1, 1), torch.ones(16, 1, dtype=torch.bool)
-    image = data.unpatchify(model(x_t, torch.full((16,), 0.5), *far), 4)
+    image = tokenizers.unpatchify(model(x_t, torch.full((16,), 0.5), *far), 4)
     there = image[torch.arange(16), pixels[:, 1], pixels[:, 0]]                     # (16, 3)
     (gradient,) = torch.autograd.grad((there * torch.randn(16, 3)).sum(), x_t)
-    b, row, column = torch.nonzero(data.unpatchify(gradient, 4).abs().sum(-1)).unbind(-1)
+    b, row, column = torch.nonzero(tokenizers.unpatchify(gradient, 4).abs().sum(-1)).unbind(-1)
     x_t_reach = torch.maximum((column - pixels[b, 0]).abs(), (row - pixels[b, 1]).abs()).max()
     lattice, line = torch.arange(64) * 0.5, torch.full((64,), 15.5)
     points = torch.cat([torch.stack([lattice, line], -1), torch.stack([line, lattice], -1)])
     points = points[:, None].requires_grad_(True)                                  # (128, 1, 2)
-    image = data.unpatchify(model(torch.randn(1, 64, 48).repeat(128, 1, 1), torch.full((128,), 0.5),
-                                  points, torch.ones(128, 1, dtype=torch.bool)), 4)
+    x0_hat = model(torch.randn(1, 64, 48).repeat(128, 1, 1), torch.full((128,), 0.5), points,
+                   torch.ones(128, 1, dtype=torch.bool))
+    image = tokenizers.unpatchify(x0_hat, 4)
     (gradient,) = torch.autograd.grad((image[:, 15, 15] * torch.randn(3)).sum(), points)
     reached = points.detach()[gradient.abs().sum((1, 2)) > 0, 0]
     return {"x_t": int(x_t_reach), "locations": float((reached - 15.5).abs().amax(-1).max())}
@@ -401,8 +405,8 @@ def test_objects_the_readings_hold_the_patch_arms_reach_after_training():
     assert objects.REACH_RADIUS == pytest.approx(7.5 * 2 ** 0.5 + 0.5)
     torch.manual_seed(0)
     model = objects.ObjectsDiT("patch", width=32, depth=4, heads=4)
-    positions = data.sample_positions([3] * 8, np.random.default_rng(0))
-    x_0 = PIXELS.encode(data.render_objects(positions)).float()
+    positions = objects_world.sample_positions([3] * 8, np.random.default_rng(0))
+    x_0 = PIXELS.encode(objects_world.render_objects(positions)).float()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     for _ in range(3):
         optimizer.zero_grad()
@@ -418,7 +422,7 @@ def test_objects_the_readings_hold_the_patch_arms_reach_after_training():
 
 
 def test_the_training_condition_says_all_or_one():
-    positions = data.sample_positions([1, 2, 3] * 30, np.random.default_rng(0))
+    positions = objects_world.sample_positions([1, 2, 3] * 30, np.random.default_rng(0))
     rng = np.random.default_rng(1)
     assert objects.told(positions, "all", rng) is positions
     one = objects.told(positions, "one", rng)
@@ -512,13 +516,21 @@ def first_steps(*flags, steps=4):
     """objects.train for a few steps on the CPU, evaluations and checkpoints left out: (each
     step's loss, the network's head after the last step, its |weights| summed)."""
     _, args = objects.parse([*flags, "--steps", str(steps), "--device", "cpu", "--out", "unused"])
-    losses, kept = [], {}
+    losses, kept, flow_loss = [], {}, objects.flow_loss
+
+    def loss(*args):
+        losses.append(flow_loss(*args))
+        return losses[-1]
+
+    class Checkpoints(runs.Checkpoints):
+        def save(self, step):
+            kept.update(self.state(step))
     with pytest.MonkeyPatch.context() as patch, torch.random.fork_rng(devices=[]):
-        patch.setattr(objects, "evaluate", lambda *_: {"step": steps})
-        patch.setattr(objects, "headline", lambda metrics: "")
-        patch.setattr(runs, "check_finite", lambda loss, *_: losses.append(loss))
-        patch.setattr(runs, "save_checkpoint", lambda out, **state: kept.update(state))
-        objects.train(dict(vars(args), model=objects.MODEL))
+        patch.setattr(objects, "flow_loss", loss)
+        patch.setattr(objects, "draw_and_read", lambda *_: {"step": steps})
+        patch.setattr(runs, "Checkpoints", Checkpoints)
+        objects.train(dict(vars(args), model=objects.NAME))
+    losses = [loss.item() for loss in losses]
     head = [p for name, p in kept["model"].items() if name.startswith("head.")]
     return losses, float(sum(p.double().abs().sum() for p in head))
 
@@ -542,7 +554,7 @@ def test_objects_0_to_8_asked_are_asked_as_the_kept_runs_asked_them(tmp_path):
     exact, found and extra at 0 to 8 compare with the kept runs'. The locality readings, drawn
     after, do not (their locations and noise follow the 176 samples)."""
     _, args = objects.parse(["--seed", "1", "--device", "cpu", "--out", str(tmp_path)])
-    config = dict(vars(args), model=objects.MODEL)
+    config = dict(vars(args), model=objects.NAME)
     runs.start_clock(config)
     asked = []
 
@@ -552,9 +564,9 @@ def test_objects_0_to_8_asked_are_asked_as_the_kept_runs_asked_them(tmp_path):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(objects, "draw", draw)
         patch.setattr(objects, "save_grid", lambda *_: None)
-        objects.evaluate(objects.ObjectsDiT("global", 16, 1, 2), PIXELS, config, 1, 0.0)
+        objects.draw_and_read(objects.ObjectsDiT("global", 16, 1, 2), PIXELS, config, 1, 0.0)
     ((values, present, state),) = asked
-    kept = data.sample_positions(np.repeat(range(9), 16), np.random.default_rng(1))
+    kept = objects_world.sample_positions(np.repeat(range(9), 16), np.random.default_rng(1))
     points, there = objects.padded(kept)                                    # (144, 8, 2)
     assert values.shape == (176, 10, 2) and not present[:144, 8:].any()
     assert torch.equal(values[:144, :8], points) and torch.equal(present[:144, :8], there)

@@ -3,7 +3,7 @@ tests/test_flags.py holds for the six generators of Shapes2D, held for objects.p
 loop (its sampler and attention masks are held in tests/test_objects.py).
 
 Every run here is tiny and in this process (width 16, one block, batch 2, one to four steps), with
-objects.evaluate and runs.save_checkpoint replaced by recorders: no judge, no files.
+objects.draw_and_read and runs.Checkpoints' saving replaced by recorders: no judge, no files.
 """
 import copy
 
@@ -23,7 +23,7 @@ MOVING = ["--steps", "2", "--warm-up-steps", "1", "--lr", "1e-2"]   # the second
 
 def config(*flags):
     _, args = objects.parse([*TINY, *map(str, flags), "--out", "unused-run-folder"])
-    return dict(vars(args), model=objects.MODEL)
+    return dict(vars(args), model=objects.NAME)
 
 
 class Run:
@@ -41,38 +41,39 @@ def train(*flags, device=None, resume_from=None):
     run = Run(config(*flags, *(["--resume"] if resume_from else [])))
     if device is not None:
         run.config["device"] = device
-    ema_copy, flow_loss = runs.ema_copy, objects.flow_loss
+    flow_loss = objects.flow_loss
 
-    def copied(model):
-        run.network, run.initial = model, copy.deepcopy(model.state_dict())
-        return ema_copy(model)
+    class Checkpoints(runs.Checkpoints):
+        def __init__(self, config, **parts):
+            super().__init__(config, **parts)
+            run.network = parts["model"]
+            run.initial = copy.deepcopy(parts["model"].state_dict())
 
-    def loss(model, x_0, values, present, generator, time_dist):
+        def resume(self):
+            if not self.config["resume"]:
+                return 0
+            self.restore(copy.deepcopy(resume_from))
+            return resume_from["step"]
+
+        def save(self, step):
+            run.outs.append(self.config["out"])
+            run.checkpoints.append(copy.deepcopy(self.state(step)))
+
+    def loss(model, x_0, values, present, rng, time_dist):
         run.batches.append((x_0, values, present, time_dist))
         if len(run.batches) > 10:                # a run that ignores --steps stops here, at once
             raise AssertionError(f"more than 10 steps of a run of {run.config['steps']}")
-        return flow_loss(model, x_0, values, present, generator, time_dist)
+        return flow_loss(model, x_0, values, present, rng, time_dist)
 
-    def evaluate(model, tokenizer, config, step, loss):
+    def draw_and_read(model, tokenizer, config, step, loss):
+        run.losses.append(float(loss.detach()))
         run.evaluations.append((step, copy.deepcopy(model.state_dict())))
         return {"step": step}
 
-    def finite(loss, step, out):
-        run.losses.append(float(loss))
-        run.outs.append(out)
-
-    def saved(out, **state):
-        run.outs.append(out)
-        run.checkpoints.append(copy.deepcopy(state))
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(objects, "flow_loss", loss)
-        patch.setattr(objects, "evaluate", evaluate)
-        patch.setattr(objects, "headline", lambda metrics: "")
-        patch.setattr(runs, "ema_copy", copied)
-        patch.setattr(runs, "check_finite", finite)
-        patch.setattr(runs, "save_checkpoint", saved)
-        patch.setattr(runs, "load_checkpoint", lambda config: copy.deepcopy(resume_from))
+        patch.setattr(objects, "draw_and_read", draw_and_read)
+        patch.setattr(runs, "Checkpoints", Checkpoints)
         with torch.random.fork_rng(devices=[]):
             objects.train(run.config)
     return run
@@ -218,5 +219,5 @@ def test_objects_samples_per_comp_sets_the_samples_of_each_number_asked(monkeypa
     settings = config("--samples-per-comp", "3")
     runs.start_clock(settings)
     model, tokenizer = objects.build(settings)
-    objects.evaluate(model, tokenizer, settings, 1, 0.0)
+    objects.draw_and_read(model, tokenizer, settings, 1, 0.0)
     assert asked[0].tolist() == np.repeat(objects.ASKED, 3).tolist()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import captions
 import data
 import scripts
 
@@ -12,7 +13,7 @@ TEXT_GENERATORS = ["dit.py", "maskgit.py"]
 
 def words_of(ids):
     """Word ids (B, L) -> the captions as strings, padding left out."""
-    return [" ".join(data.VOCABULARY[i] for i in row if i) for row in ids.tolist()]
+    return [" ".join(captions.VOCABULARY[i] for i in row if i) for row in ids.tolist()]
 
 
 def latents_of(codes, n=1, seed=0):
@@ -38,14 +39,14 @@ def test_data_caption_words_carry_the_contracts_classes():
         for caption, code in zip(words_of(ids), np.repeat(codes, 40)):
             said = set(caption.split())
             for factor, bit in enumerate(data.code_to_bits(code)):
-                assert data.WORDS[factor][1 - bit] not in said, (caption, code)
+                assert captions.WORDS[factor][1 - bit] not in said, (caption, code)
                 if mode == "text":
-                    assert data.WORDS[factor][bit] in said, (caption, code)
+                    assert captions.WORDS[factor][bit] in said, (caption, code)
 
 
 def test_data_training_draws_every_phrasing_and_evaluation_the_first():
     latents = latents_of(["111"], n=300)
-    ids, _ = data.conditioning(latents, "text", generator=torch.Generator().manual_seed(0))
+    ids, _ = data.conditioning(latents, "text", rng=torch.Generator().manual_seed(0))
     said = set(words_of(ids))
     assert said == {"a small blue triangle", "a blue triangle that is small",
                     "a small triangle in blue"}
@@ -77,7 +78,7 @@ def test_data_text_partial_is_full_at_evaluation_and_text_never_drops():
 
 def test_data_text_encoder_ignores_padding_and_reads_the_words():
     torch.manual_seed(0)
-    encoder = data.TextEncoder(32)
+    encoder = captions.TextEncoder(32)
     ids, present = data.conditioning(latents_of(["111", "000"]), "text", train=False)
     full = encoder(ids, present)                                             # (2, 32), padded to 6
     assert full.shape == (2, 32)
@@ -88,7 +89,7 @@ def test_data_text_encoder_ignores_padding_and_reads_the_words():
 
 def test_data_text_encoder_reads_word_order():
     torch.manual_seed(0)
-    encoder = data.TextEncoder(32)
+    encoder = captions.TextEncoder(32)
     ids, present = data.conditioning(latents_of(["111"]), "text", train=False)
     swapped = ids.clone()
     swapped[:, [1, 2]] = ids[:, [2, 1]]                                    # "a blue small triangle"
@@ -101,7 +102,7 @@ def test_text_condition_reaches_the_generator_through_its_condition_embedding(sc
     module = __import__(script[:-3])
     _, args = module.parse(["--cond", mode, "--depth", "1", "--width", "32", "--heads", "2"])
     model, _ = module.build(vars(args))
-    assert isinstance(model.condition.text, data.TextEncoder)
+    assert isinstance(model.condition.text, captions.TextEncoder)
     assert not hasattr(model.condition, "project")                           # no factor vectors
     ids, present = data.conditioning(latents_of(["111", "000"]), mode, train=False)
     c = model.condition(ids, present)

@@ -57,7 +57,9 @@ PAPER = {
     "objects.py --cond one --locality local": "succeeds again (2509.16447; by eye)",
     "objects.py --cond one --locality patch": "succeeds again (2509.16447; by eye)",
 }
-NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints")
+NOT_A_SETTING = ("seed", "out", "resume", "device", "keep_checkpoints", "compile")
+RETIRED = {"label_smoothing": 0.0, "factored_head": False}   # flags of the code of kept runs, at
+# the value they had unset: a kept run that set one shows it in its command, as it was run
 NOT_RECORDED = "not recorded"                       # a run whose config.json holds no provenance
 
 
@@ -89,6 +91,7 @@ def setting(config):
     flags = []                            # one flag at a time, until the command gives them all
     while wrong := moved(flags):
         flags = sorted(flags + wrong[:1])
+    flags = sorted(flags + [k for k, unset in RETIRED.items() if config.get(k, unset) != unset])
     name = " ".join([f"{config['model']}.py", *(" ".join(value(k)) for k in flags)])
     return f"{name} (resampled)" if "resampled_from" in config else name   # tools/resample.py
 
@@ -197,7 +200,7 @@ def reading_at(history, key, step):
     return next(m[key] for m in history if m["step"] == step)
 
 
-def draw(path, groups, curves=(("level2", "-"), ("level1", "--")),
+def plot_curves(path, groups, curves=(("level2", "-"), ("level1", "--")),
          label="composed (%): level-2 solid, level-1 dashed"):
     """Level-1 (dashed) and level-2 (solid), composition reading, over training: mean over seeds."""
     plt = runs.pyplot()
@@ -374,10 +377,10 @@ def write(folder, clock=None, command=None):
             else:
                 runs.save_samples_png(grid, saved["images"], saved["factors"], title=title)
     if objects:
-        draw(os.path.join(folder, "novel.png"), groups, (("beyond", "-"), ("trained", "--")),
+        plot_curves(os.path.join(folder, "novel.png"), groups, (("beyond", "-"), ("trained", "--")),
              "drawn exactly (%): 4 or more asked solid, 1-3 dashed")
     else:
-        draw(os.path.join(folder, "novel.png"), groups)
+        plot_curves(os.path.join(folder, "novel.png"), groups)
     where = "results/" + os.path.basename(os.path.normpath(folder))     # the same from any copy
     clocked = ["--clock", clock] if clock else []
     command = command or " ".join(["python tools/collect.py", where, *clocked])

@@ -49,11 +49,11 @@ def collect(folder, seed=0):
     os.makedirs(PENDING, exist_ok=True)
     np.savez_compressed(os.path.join(PENDING, f"{name}.npz"), images=images, factors=factors,
                         sources=np.array(sources)[order], labels=np.full(len(order), -1))
-    draw(images, factors, [""] * len(order), os.path.join(PENDING, name))
+    save_sheets(images, factors, [""] * len(order), os.path.join(PENDING, name))
     print(f"{len(order)} samples of {name}; label the sheets {os.path.join(PENDING, name)}_*.png")
 
 
-def draw(images, factors, notes, prefix, per_sheet=48, columns=8):
+def save_sheets(images, factors, notes, prefix, per_sheet=48, columns=8):
     plt = runs.pyplot()
     for first in range(0, len(images), per_sheet):
         fig, axes = plt.subplots(per_sheet // columns, columns,

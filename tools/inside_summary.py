@@ -161,7 +161,7 @@ def text(folder):
     return "\n".join(lines) + "\n", kept
 
 
-def draw(folder, kept):
+def plot_reach(folder, kept):
     plt = runs.pyplot()
     fig, axes = plt.subplots(1, len(kept), figsize=(3 * len(kept), 2.8), sharey=True, squeeze=False)
     for ax, (setting, results) in zip(axes[0], kept.items()):
@@ -205,7 +205,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     add(args.folder, args.add)
     body, kept = text(args.folder)
-    draw(args.folder, kept)
+    plot_reach(args.folder, kept)
     with open(os.path.join(args.folder, "inside.md"), "w") as f:
         f.write(body)
     print(body, end="")

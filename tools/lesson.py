@@ -75,7 +75,7 @@ def mosaic():
     return picture.repeat(SCALE, axis=0).repeat(SCALE, axis=1)
 
 
-def draw(path=PICTURE):
+def save_lesson(path=PICTURE):
     """The picture: the mosaic at (LEFT, TOP), the models' names and objectives to its left and
     what was asked above each half. Returns the mosaic."""
     import matplotlib
@@ -121,7 +121,7 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=PICTURE, help="where to write the picture")
     args = parser.parse_args(argv)
-    draw(args.out)
+    save_lesson(args.out)
     print(f"wrote {args.out}")
 
 

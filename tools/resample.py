@@ -35,7 +35,7 @@ def parse_settings(module, pairs):
         key, _, text = pair.partition("=")
         key = key.replace("-", "_")
         if key not in module.SAMPLING:
-            raise SystemExit(f"error: --set {pair!r}: {module.MODEL} samples with "
+            raise SystemExit(f"error: --set {pair!r}: {module.NAME} samples with "
                              f"{', '.join(module.SAMPLING)}; "
                              f"{key!r} is not one of them")
         said = io.StringIO()
@@ -64,11 +64,9 @@ def resample(run, out, changes, device="cpu"):
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     before = [m for m in runs.read_metrics(run) if m["step"] == step]
-    loss, seconds = ((before[0]["loss"], before[0].get("seconds", 0.0)) if before
-                     else (float("nan"), 0.0))
+    loss, seconds = (before[0]["loss"], before[0].get("seconds", 0.0)) if before else (None, 0.0)
     runs.start_clock(config, before=seconds)
-    return runs.evaluate(module.draw, model.to(device), tokenizer, config, step, loss,
-                         title=f"{os.path.basename(os.path.normpath(out))} (resampled)")
+    return runs.draw_and_read(module.draw, model.to(device), tokenizer, config, step, loss)
 
 
 def main(argv=None):

@@ -18,6 +18,7 @@ sys.path.insert(0, ROOT)
 import data  # noqa: E402
 import probe  # noqa: E402
 import runs  # noqa: E402
+import tokenizers  # noqa: E402
 
 
 def reach(images, bits, codebook, trained):
@@ -41,7 +42,7 @@ def main(argv=None):
     os.makedirs(folder, exist_ok=True)
     runs.save_samples_png(os.path.join(folder, "world.png"), images[order], bits[order],
                           title="Shapes2D: real images")
-    codebook = data.load_tokenizer("codebook")
+    codebook = tokenizers.load_tokenizer("codebook")
     trained = set(codebook.encode(data.training_set()[0]).flatten().tolist())
     for split, (tokens, codes) in reach(images, bits, codebook, trained).items():
         print(f"codebook reach, {split}: {100 * tokens:.1f}% of the tokens of real images "

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-import data
 import objects
+import objects_world
+import tokenizers
 
 pytestmark = pytest.mark.a10
-PIXELS = data.ContinuousTokenizer("pixels")
+PIXELS = tokenizers.ContinuousTokenizer("pixels")
 # locality adds the two moves' energies, then divides: a share per move is 0 / 0 (nan) where a
 # move changes nothing, and averaged with a floor on 0 / 0 it halves the reading
 PER_MOVE = "a share taken per move is 0 / 0 there; add the two moves' energies, then take the share"
@@ -54,16 +55,17 @@ class Denoiser(torch.nn.Module):
 
 
 def discs(points, present):
-    images = data.render_objects([p[m].detach().numpy() for p, m in zip(points, present)])
+    images = objects_world.render_objects([p[m].detach().numpy() for p, m in zip(points, present)])
     return PIXELS.encode(images).float()
 
 
 def local(x_t, t, points, present):
     """Discs at the locations, and x_t averaged over each pixel's 3x3: local in both."""
-    image = data.unpatchify(x_t, 4).permute(0, 3, 1, 2)
+    image = tokenizers.unpatchify(x_t, 4).permute(0, 3, 1, 2)
     blurred = torch.nn.functional.avg_pool2d(image, 3, stride=1, padding=1, count_include_pad=False)
     t = t[:, None, None]
-    return (1 - t) * discs(points, present) + t * data.patchify(blurred.permute(0, 2, 3, 1), 4)
+    blurred = tokenizers.patchify(blurred.permute(0, 2, 3, 1), 4)
+    return (1 - t) * discs(points, present) + t * blurred
 
 
 def mixing(x_t, t, points, present):
@@ -74,7 +76,7 @@ def mixing(x_t, t, points, present):
 
 def in_x_only(x_t, t, points, present):
     """local, each location's y put at its cell's row: a move in y changes nothing."""
-    rows = torch.as_tensor(data.GRID, dtype=points.dtype)
+    rows = torch.as_tensor(objects_world.GRID, dtype=points.dtype)
     snapped = points.clone()
     snapped[..., 1] = rows[(points[..., 1:] - rows).abs().argmin(-1)]
     return local(x_t, t, snapped, present)
@@ -82,10 +84,11 @@ def in_x_only(x_t, t, points, present):
 
 def at_the_told_one(x_t, t, points, present):
     """Every pixel is x_t at the first (told) location's pixel: it reads one far pixel."""
-    image = data.unpatchify(x_t, 4)
+    image = tokenizers.unpatchify(x_t, 4)
     column, row = points[:, 0].long().unbind(-1)
     there = image[torch.arange(len(x_t)), row, column]                      # (B, 3)
-    return data.patchify(there[:, None, None].expand(-1, 32, 32, -1), 4) * (1 - t[:, None, None])
+    spread = tokenizers.patchify(there[:, None, None].expand(-1, 32, 32, -1), 4)
+    return spread * (1 - t[:, None, None])
 
 
 def shares(centres, radius=6.0):
@@ -97,8 +100,8 @@ def shares(centres, radius=6.0):
 
 @pytest.fixture(scope="module")
 def threes():
-    positions = data.sample_positions([3] * 8, np.random.default_rng(0))
-    return PIXELS.encode(data.render_objects(positions)).float(), positions
+    positions = objects_world.sample_positions([3] * 8, np.random.default_rng(0))
+    return PIXELS.encode(objects_world.render_objects(positions)).float(), positions
 
 
 def g(seed=0):

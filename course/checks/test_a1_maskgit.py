@@ -105,25 +105,6 @@ def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_only():
         "the loss must reach the model"
 
 
-def test_masked_loss_smooths_its_targets_by_label_smoothing():
-    model = RecordingModel()
-    ids = torch.randint(VOCAB, (32, TOKENS), generator=torch.Generator().manual_seed(2))
-    values, present = torch.zeros(32, 7), torch.ones(32, 4, dtype=torch.bool)
-    for smoothing in (0.1, 0.3):
-        model.shown.clear()
-        loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(3),
-                                   label_smoothing=smoothing)
-        shown = model.shown[-1]
-        hidden = shown == VOCAB
-        logits = model.table.expand(32, -1, -1) + 0.1 * shown[..., None].float()
-        want = F.cross_entropy(logits[hidden], ids[hidden], label_smoothing=smoothing)
-        plain = F.cross_entropy(logits[hidden], ids[hidden])
-        assert torch.allclose(loss, want, rtol=1e-5), \
-            f"label_smoothing={smoothing} moves {smoothing} of each target's mass evenly over " \
-            f"the {VOCAB} ids: expected {want.item():.5f} over the hidden positions, got " \
-            f"{loss.item():.5f} (without smoothing: {plain.item():.5f})"
-
-
 def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one():
     steps = 8
     masked = torch.ones(2, TOKENS, dtype=torch.bool)

@@ -46,9 +46,10 @@ def setting(monkeypatch):
 
 
 def expected(model, target, predictors, ids, mask, values, present):
-    c, context = model.hidden_states(ids.masked_fill(mask, model.mask_id), values, present)
-    cross_entropy = F.cross_entropy(model.readout(context[-1], c)[mask], ids[mask])
-    _, targets = target.hidden_states(ids, values, present)
+    c, context = jepa_maskgit.block_outputs(model, ids.masked_fill(mask, model.mask_id), values,
+                                            present)
+    cross_entropy = F.cross_entropy(jepa_maskgit.readout(model, context[-1], c)[mask], ids[mask])
+    _, targets = jepa_maskgit.block_outputs(target, ids, values, present)
     jepa = sum(((predictor(context[layer][mask])
                  - F.layer_norm(targets[layer][mask], (WIDTH,))) ** 2).mean()
                for predictor, layer in zip(predictors, LAYERS)) / len(LAYERS)

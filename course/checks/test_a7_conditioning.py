@@ -1,6 +1,6 @@
 """A7, data.py: conditioning, the four modes of the contract.
 
-values are scaled as data.py does it: (latents - data._COND_CENTRE) / data._COND_SCALE.
+values are scaled as data.py does it: (latents - data.COND_CENTRE) / data.COND_SCALE.
 Groups (data.COND_GROUPS): shape, colour, size, position; `present` says which are given."""
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ def latents_of(codes, n, seed):
 
 
 def unscale(values):
-    return values * torch.as_tensor(data._COND_SCALE) + torch.as_tensor(data._COND_CENTRE)
+    return values * torch.as_tensor(data.COND_SCALE) + torch.as_tensor(data.COND_CENTRE)
 
 
 def test_continuous_gives_the_exact_latents():
@@ -29,7 +29,7 @@ def test_continuous_gives_the_exact_latents():
     assert present.all(), "continuous: every group is given"
     raw = torch.as_tensor(latents, dtype=torch.float32)
     assert torch.allclose(unscale(values), raw, atol=1e-5), \
-        "continuous: values are the latents, scaled by data._COND_CENTRE and data._COND_SCALE"
+        "continuous: values are the latents, scaled by data.COND_CENTRE and data.COND_SCALE"
 
 
 def test_discrete_keeps_only_the_three_bits():

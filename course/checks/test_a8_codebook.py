@@ -1,4 +1,4 @@
-"""A8, data.py: Codebook.encode.
+"""A8, tokenizers.py: Codebook.encode.
 
 A small codebook (64 masks, 2 colours) keeps the checks fast. The nearest pair is checked
 by brute force in float64 on a few hundred patches."""
@@ -7,13 +7,14 @@ import pytest
 import torch
 
 import data
+import tokenizers
 
 pytestmark = pytest.mark.a8
 
 
 @pytest.fixture(scope="module")
 def codebook():
-    return data.Codebook(n_masks=64, n_colors=2, seed=0)
+    return tokenizers.Codebook(n_masks=64, n_colors=2, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def test_encode_gives_one_id_per_patch(codebook, images):
 
 def test_each_id_is_the_nearest_mask_and_colour_pair(codebook, images):
     ids = codebook.encode(images[:6])
-    patches = torch.as_tensor(data.patchify(images[:6], 4)).double()
+    patches = torch.as_tensor(tokenizers.patchify(images[:6], 4)).double()
     patches = patches.reshape(-1, 16, 3)                                    # (384, P, 3)
     candidates = (codebook.masks.double()[None, :, :, None]
                   * codebook.palette.double()[:, None, None, :])
