@@ -705,6 +705,9 @@ MUTATIONS = [
     ("tests/test_form.py", "elif claims[folder] != (counts[0], counts[-1]):",
      "elif claims[folder][0] != counts[0]:",
      ["tests/test_form.py::test_the_seed_guard_reads_each_folders_runs"], None),
+    ("course/check.py", "f\"probe {100 * last['probe_acc']['111']:.1f}%\"",
+     "f\"probe {100 * seen_of(last, 'probe_acc'):.1f}%\"",
+     ["tests/test_course.py::test_the_run_ends_on_111_beside_the_seen_compositions"], None),
 ]
 
 
