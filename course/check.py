@@ -9,7 +9,9 @@ The checks import the code in --dir (default: the repository this file sits in).
 check is reported in a few lines: what it checks, what it expected and got, and which
 function to look at. The run trains the assignment's model (a real training run, far longer
 than the checks) and passes when its samples of the seen compositions (A10: of 1 to 3 objects
-asked) are read right often enough (READINGS). Python 3.11 or newer.
+asked) are read right often enough (READINGS). It ends on the question the repository asks:
+the model's `111` (never seen), composed and on the probe, beside its seen compositions (A10:
+4 to 10 objects asked, never trained, beside 1 to 3). Python 3.11 or newer.
 """
 import argparse
 import ast
@@ -72,7 +74,8 @@ def run_checks(name, assignment, folder, full=False):
 
 
 def training_run(name, assignment, folder):
-    """The assignment's run in a new folder under runs/; returns the seen mean of its reading."""
+    """The assignment's run in a new folder under runs/; returns its last evaluation's metrics,
+    or None if it failed."""
     script, *arguments = assignment["run"]["command"].split()
     out = os.path.join(folder, "runs", f"course-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
     print(f"{name}: python {assignment['run']['command']} --out {out}", flush=True)
@@ -81,11 +84,27 @@ def training_run(name, assignment, folder):
     if trained.returncode != 0:
         return None
     with open(os.path.join(out, "metrics.jsonl")) as f:
-        last = [json.loads(line) for line in f][-1]
-    reading = assignment["run"]["reading"]
-    if not isinstance(last[reading], dict):         # objects.py: one number, its trained counts
+        return [json.loads(line) for line in f][-1]
+
+
+def seen_of(last, reading):
+    """The mean of a reading over the seen compositions (objects.py: its one trained number)."""
+    if not isinstance(last[reading], dict):
         return last[reading]
     return sum(last[reading][code] for code in SEEN) / len(SEEN)
+
+
+def the_question(last):
+    """The lines a run ends on: what was never trained beside what was, on both readings."""
+    if "acc" not in last:                           # objects.py: more objects than trained
+        return [f"4 to 10 objects asked (never trained): exact {100 * last['beyond']:.1f}%, "
+                f"found {100 * last['found_beyond']:.1f}%",
+                f"1 to 3 objects asked (as trained):     exact {100 * last['trained']:.1f}%, "
+                f"found {100 * last['found_trained']:.1f}%"]
+    return [f"111 (level-2, never seen): composed {100 * last['acc']['111']:.1f}%, "
+            f"probe {100 * last['probe_acc']['111']:.1f}%",
+            f"seen (000 001 010 100):    composed {100 * seen_of(last, 'acc'):.1f}%, "
+            f"probe {100 * seen_of(last, 'probe_acc'):.1f}%"]
 
 
 def main(argv=None):
@@ -108,13 +127,15 @@ def main(argv=None):
     if status != 0 or not args.run:
         return status
     mark, reading = assignment["run"]["pass_seen"], assignment["run"]["reading"]
-    seen = training_run(args.assignment, assignment, folder)
-    if seen is None:
+    last = training_run(args.assignment, assignment, folder)
+    if last is None:
         print(f"{args.assignment}: the training run failed (see its error above)")
         return 1
+    seen = seen_of(last, reading)
     verdict = "pass" if seen >= mark else "not yet"
     print(f"{args.assignment}: samples {READINGS[reading][0]} read right ({reading}): "
           f"{100 * seen:.1f}% (pass mark {100 * mark:.0f}%): {verdict}")
+    print("\n".join(f"{args.assignment}: {line}" for line in the_question(last)))
     return 0 if seen >= mark else 1
 
 

@@ -697,6 +697,17 @@ MUTATIONS = [
     ("objects.py", "{100 * metrics['exact'][n]:5.1f}% {100 * metrics['found'][n]:5.1f}%",
      "{100 * metrics['found'][n]:5.1f}% {100 * metrics['exact'][n]:5.1f}%",
      [f"{OB}::test_objects_headline_and_report_print_exact_then_found"], None),
+    # the report's tools and guards: objects' readings over training, the summary's seed counts
+    ("tools/collect.py", "f\"{scale * np.mean([m[key][str(n)] for n in numbers]):.{digits}f}\"",
+     "f\"{scale * np.mean([m[key][str(n)] for n in numbers[:1]]):.{digits}f}\"",
+     ["tests/test_form.py::test_the_objects_table_gives_each_seeds_readings_at_every_evaluation"],
+     None),
+    ("tests/test_form.py", "elif claims[folder] != (counts[0], counts[-1]):",
+     "elif claims[folder][0] != counts[0]:",
+     ["tests/test_form.py::test_the_seed_guard_reads_each_folders_runs"], None),
+    ("course/check.py", "f\"probe {100 * last['probe_acc']['111']:.1f}%\"",
+     "f\"probe {100 * seen_of(last, 'probe_acc'):.1f}%\"",
+     ["tests/test_course.py::test_the_run_ends_on_111_beside_the_seen_compositions"], None),
 ]
 
 

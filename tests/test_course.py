@@ -165,6 +165,24 @@ def test_the_training_run_is_judged_on_the_seen_compositions(tmp_path, student_c
     solved = tmp_path / "A3"
     shutil.copytree(student_copies["A3"][0], solved)
     shutil.copy(os.path.join(ROOT, "dit.py"), solved / "dit.py")
-    seen = check.training_run("A3", {"run": tiny}, str(solved))
-    assert seen is not None and 0 <= seen <= 1
+    last = check.training_run("A3", {"run": tiny}, str(solved))
+    assert last is not None and 0 <= check.seen_of(last, "probe_acc") <= 1
     assert len(list((solved / "runs").glob("course-A3-*/metrics.jsonl"))) == 1
+    assert check.the_question(last)[0].startswith("111 (level-2, never seen): composed ")
+
+
+def test_the_run_ends_on_111_beside_the_seen_compositions():
+    """check.py --run's last lines: `111` composed and on the probe, beside the seen mean of each;
+    objects.py's run: 4 to 10 objects asked beside 1 to 3, exact and found."""
+    sys.path.insert(0, COURSE)
+    import check
+    acc = {"000": 1.0, "001": 0.5, "010": 1.0, "100": 0.5, "011": 0.0, "101": 0.0, "110": 0.0,
+           "111": 0.25}
+    probe = {code: 1.0 - value / 2 for code, value in acc.items()}
+    assert check.the_question({"acc": acc, "probe_acc": probe}) == [
+        "111 (level-2, never seen): composed 25.0%, probe 87.5%",
+        "seen (000 001 010 100):    composed 75.0%, probe 62.5%"]
+    assert check.the_question({"trained": 1.0, "found_trained": 1.0, "beyond": 0.4,
+                               "found_beyond": 0.9}) == [
+        "4 to 10 objects asked (never trained): exact 40.0%, found 90.0%",
+        "1 to 3 objects asked (as trained):     exact 100.0%, found 100.0%"]

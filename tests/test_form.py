@@ -360,3 +360,96 @@ def test_the_same_command_run_twice_on_one_machine_repeats_bit_for_bit():
         config = json.loads(read(f"results/ladder/repeat/{again}/config.json"))
         kept = json.loads(read("results/ladder/runs/maskgit/config.json"))
         assert config["provenance"] == kept["provenance"]
+
+
+# ------------------------------------------------------- the report's summary and its seeds
+# The report opens with its answer and one line per question. A question's line links its folder
+# and says how many seeds its settings have, fewest–most: "([ladder/](ladder/table.md), 3 seeds)",
+# "([recipe/](recipe/table.md), 1–3 seeds)". A summary is at most 15 lines, its title included.
+SUMMARY_LINES = 15
+SEED_CLAIM = re.compile(r"\]\((?P<folder>[\w.-]+)/[\w.-]+\.md\), (?P<few>\d+)(?:–(?P<most>\d+))? "
+                        r"seeds?\b")
+
+
+def summary_of(report):
+    """The report's opening: its lines before the first section (`## `)."""
+    lines = report.splitlines()
+    return lines[:next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))]
+
+
+def seed_mismatches(results):
+    """Every way the summary of results/README.md misstates its seeds: a line whose fewest–most
+    seeds are not its folder's runs' (collect.load's settings); a folder of runs with no line."""
+    import collect
+    claims = {}
+    for line in summary_of(open(os.path.join(results, "README.md"), encoding="utf-8").read()):
+        for match in SEED_CLAIM.finditer(line):
+            few = int(match["few"])
+            claims[match["folder"]] = (few, int(match["most"] or few))
+    wrong = []
+    for folder in sorted(os.listdir(results)):
+        if not os.path.isdir(os.path.join(results, folder, "runs")):
+            continue
+        counts = sorted({len(members) for members in
+                         collect.load(os.path.join(results, folder), None).values()})
+        if folder not in claims:
+            wrong.append(f"{folder}: no summary line says its seeds ({counts[0]}–{counts[-1]})")
+        elif claims[folder] != (counts[0], counts[-1]):
+            wrong.append(f"{folder}: the summary says {claims[folder][0]}–{claims[folder][1]} "
+                         f"seeds, its runs have {counts[0]}–{counts[-1]}")
+    wrong += [f"{folder}: a summary line names a folder with no runs" for folder in claims
+              if not os.path.isdir(os.path.join(results, folder, "runs"))]
+    return wrong
+
+
+def test_the_seed_guard_reads_each_folders_runs(tmp_path):
+    """On a small report: a folder's seeds are its settings' fewest–most; a line that says
+    otherwise, a folder with no line and a line for a folder without runs are each found."""
+    def run(folder, name, seed, **settings):
+        kept = tmp_path / folder / "runs" / name
+        kept.mkdir(parents=True)
+        (kept / "config.json").write_text(json.dumps({"model": "dit", "seed": seed, **settings}))
+        (kept / "metrics.jsonl").write_text('{"step": 1}\n')
+        (kept / "samples.npz").write_bytes(b"")
+    for seed in (0, 1, 2):
+        run("ladder", f"dit-seed{seed}", seed)
+    run("recipe", "dit", 0)
+    run("recipe", "dit-lr", 0, lr=1e-3)
+    run("recipe", "dit-lr-seed1", 1, lr=1e-3)
+    run("objects", "dit", 0)
+    (tmp_path / "README.md").write_text(
+        "# The report\n\n**The answer.**\n\n"
+        "- **Ladder** ([ladder/](ladder/table.md), 3 seeds): ...\n"
+        "- **Recipe** ([recipe/](recipe/table.md), 1–3 seeds): ...\n"
+        "- **Costs** ([costs/](costs/timings.md), 2 seeds): ...\n\n"
+        "## The ladder ([objects/](objects/table.md), 1 seed)\n")
+    assert seed_mismatches(str(tmp_path)) == [
+        "objects: no summary line says its seeds (1–1)",
+        "recipe: the summary says 1–3 seeds, its runs have 1–2",
+        "costs: a summary line names a folder with no runs"]
+
+
+def test_the_reports_summary_is_its_answer_and_states_each_questions_seeds():
+    assert len(summary_of(read("results/README.md"))) <= SUMMARY_LINES, (
+        f"results/README.md opens with more than {SUMMARY_LINES} lines before its first section")
+    wrong = seed_mismatches(os.path.join(ROOT, "results"))
+    assert not wrong, "; ".join(wrong)
+
+
+def test_the_objects_table_gives_each_seeds_readings_at_every_evaluation():
+    """collect.over_training: per setting and step, each seed's exact and found (%) and extra
+    discs per sample, each the mean over the numbers asked in its span (1-3, 4 and more)."""
+    import collect
+
+    def evaluation(step, exact, found, extra):
+        return {"step": step, **{key: {str(n): value(n) for n in range(6)} for key, value in
+                                 (("exact", exact), ("found", found), ("extra", extra))}}
+    first = [evaluation(10, lambda n: n / 10, lambda n: 1.0, lambda n: n),
+             evaluation(20, lambda n: 0.5, lambda n: 0.9, lambda n: 0.0)]
+    second = [evaluation(10, lambda n: 0.0, lambda n: 0.25 * (n > 3), lambda n: 1.0)]
+    groups = {"objects.py --cond one": [("a", {}, first), ("b", {}, second)]}
+    lines = collect.over_training(groups, list(range(6)))
+    assert "| setting | step | 1-3 asked: exact | 1-3 asked: found | 1-3 asked: extra | " \
+           "4-5 asked: exact | 4-5 asked: found | 4-5 asked: extra |" in lines
+    assert lines[-1] == ("| `objects.py --cond one` | 10 | 20.0 / 0.0 | 100.0 / 0.0 | "
+                         "2.00 / 1.00 | 45.0 / 0.0 | 100.0 / 25.0 | 4.50 / 1.00 |")

@@ -200,25 +200,27 @@ def reading_at(history, key, step):
     return next(m[key] for m in history if m["step"] == step)
 
 
-def plot_curves(path, groups, curves=(("level2", "-"), ("level1", "--")),
-         label="composed (%): level-2 solid, level-1 dashed"):
-    """Level-1 (dashed) and level-2 (solid), composition reading, over training: mean over seeds."""
+def plot_curves(path, groups, panels=(((("level2", "-"), ("level1", "--")),
+                                        "composed (%): level-2 solid, level-1 dashed"),)):
+    """Readings over training, mean over seeds: one panel per (curves, label); by default
+    level-2 (solid) and level-1 (dashed) composed."""
     plt = runs.pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.2), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3
-    for (name, members), color in zip(groups.items(), colors):
-        steps = sorted(set.intersection(*[{m["step"] for m in history}
-                                          for _, _, history in members]))
-        for split, style in curves:
-            mean = [100 * np.mean([reading_at(history, split, s) for _, _, history in members])
-                    for s in steps]
-            seeds = f"{len(members)} seed{'s' if len(members) > 1 else ''}"
-            ax.plot(steps, mean, style, color=color, marker="o", markersize=3,
-                    label=f"{name} ({seeds})" if style == "-" else None)
-    runs.log_step_axis(ax)
-    ax.set_ylabel(label)
-    ax.set_ylim(-3, 103)
-    ax.legend(fontsize=7)
+    for ax, (curves, label) in zip(axes[0], panels):
+        for (name, members), color in zip(groups.items(), colors):
+            steps = sorted(set.intersection(*[{m["step"] for m in history}
+                                              for _, _, history in members]))
+            for split, style in curves:
+                mean = [100 * np.mean([reading_at(history, split, s) for _, _, history in members])
+                        for s in steps]
+                seeds = f"{len(members)} seed{'s' if len(members) > 1 else ''}"
+                ax.plot(steps, mean, style, color=color, marker="o", markersize=3,
+                        label=f"{name} ({seeds})" if style == "-" else None)
+        runs.log_step_axis(ax)
+        ax.set_ylabel(label)
+        ax.set_ylim(-3, 103)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -322,31 +324,68 @@ def objects_table(groups, command):
         seeds = ", ".join(str(c["seed"]) for _, c, _ in members)
         lines.append(" | ".join([f"| `{name}`", seeds, str(fs[0]["step"]), *exact, *pairs, at_most,
                                  *readings, PAPER.get(name, ""), f"{commits(members)} |"]))
+    lines += ["", *over_training(groups, common)]
     grids = [f"[{n}](runs/{n}/samples.png)" for m in groups.values() for n, _, _ in m]
     lines += ["", "Grids: " + ", ".join(grids),
-              "", f"![1-3 asked (dashed) and {span} (solid) over training](novel.png)"]
+              "", (f"![exact (left) and found (right), 1-3 asked (dashed) and {span} (solid), "
+                   "over training](novel.png)")]
     return "\n".join(lines) + "\n"
 
 
-# The front page's names for the ladder's rows: the model, its file and its objective.
+def over_training(groups, common):
+    """Each seed's reading at every evaluation: exact beside found and the extra discs per sample,
+    which exact counts against a model and found does not (a model told one location of an image
+    that holds 1-3 discs learns to add discs nobody named)."""
+    beyond = [n for n in common if n > 3]
+    spans = {"1-3": [n for n in common if 0 < n <= 3], f"{beyond[0]}-{beyond[-1]}": beyond}
+    lines = ["## Over training: each seed's exact / found (%) and extra discs per sample", "",
+             ("Seeds in order, separated by /; found does not count the discs nobody asked for, "
+              "extra counts them (the mean over the numbers asked, each asked equally often)."),
+             "", "| setting | step | " + " | ".join(f"{span} asked: {what}" for span in spans
+                                                   for what in ("exact", "found", "extra")) + " |",
+             "|" + "---|" * (2 + 3 * len(spans))]
+    for name, members in groups.items():
+        steps = sorted(set.intersection(*[{m["step"] for m in history}
+                                          for _, _, history in members]))
+        for step in steps:
+            at = [next(m for m in history if m["step"] == step) for _, _, history in members]
+            cells = []
+            for numbers in spans.values():
+                for key, scale, digits in (("exact", 100, 1), ("found", 100, 1), ("extra", 1, 2)):
+                    cells.append(" / ".join(
+                        f"{scale * np.mean([m[key][str(n)] for n in numbers]):.{digits}f}"
+                        for m in at))
+            lines.append(f"| `{name}` | {step} | " + " | ".join(cells) + " |")
+    return lines
+
+
+# The front page's names for the ladder's rows: the model, its file, its objective and the
+# paper's probe reading of `111` (Table 4, or the range its curves show).
 FRONT_PAGE = {
-    "maskgit.py": ("MaskGIT", "categorical: cross-entropy over codebook ids"),
-    "jepa_maskgit.py": ("JEPA-MaskGIT", "categorical, plus latent prediction"),
-    "givt.py": ("GIVT", "continuous: Gaussian-mixture likelihood of patches"),
-    "mar.py": ("MAR", "continuous: diffusion of each hidden patch"),
-    "dit.py": ("DiT", "continuous: diffusion of all patches"),
+    "maskgit.py": ("MaskGIT", "categorical: cross-entropy over codebook ids", "0.7 (Table 4)"),
+    "jepa_maskgit.py": ("JEPA-MaskGIT", "categorical, plus latent prediction",
+                        "above MaskGIT's (Fig. 6b)"),
+    "givt.py": ("GIVT", "continuous: Gaussian-mixture likelihood of patches",
+                "about 50–85 (curves)"),
+    "mar.py": ("MAR", "continuous: diffusion of each hidden patch", "about 75–94 (curves)"),
+    "dit.py": ("DiT", "continuous: diffusion of all patches", "96.9 (Table 4)"),
 }
 
 
 def summary(groups):
-    """The front page's rows: per ladder model, `111` composed, the mean over its seeds."""
+    """The front page's rows: per ladder model, seen composed, `111` composed and `111` on the
+    study's probe, each the mean over its seeds, and the paper's probe reading of `111`."""
     rows = []
     for name, members in groups.items():
         if name not in FRONT_PAGE:
             continue
-        model, objective = FRONT_PAGE[name]
-        mean = np.mean([history[-1]["acc"]["111"] for _, _, history in members])
-        rows.append(f"| {model} (`{name}`) | {objective} | {100 * mean:.1f} |")
+        model, objective, paper = FRONT_PAGE[name]
+        finals = [history[-1] for _, _, history in members]
+        seen = np.mean([judge.split_means(f["acc"])["seen"] for f in finals])
+        composed = np.mean([f["acc"]["111"] for f in finals])
+        probe = np.mean([f["probe_acc"]["111"] for f in finals])
+        rows.append(f"| {model} (`{name}`) | {objective} | {100 * seen:.1f} | "
+                    f"{100 * composed:.1f} | {100 * probe:.1f} | {paper} |")
     return rows
 
 
@@ -377,8 +416,11 @@ def write(folder, clock=None, command=None):
             else:
                 runs.save_samples_png(grid, saved["images"], saved["factors"], title=title)
     if objects:
-        plot_curves(os.path.join(folder, "novel.png"), groups, (("beyond", "-"), ("trained", "--")),
-             "drawn exactly (%): 4 or more asked solid, 1-3 dashed")
+        plot_curves(os.path.join(folder, "novel.png"), groups,
+                    (((("beyond", "-"), ("trained", "--")),
+                      "exact (%): 4 or more asked solid, 1-3 dashed"),
+                     ((("found_beyond", "-"), ("found_trained", "--")),
+                      "found (%), extra discs not counted")))
     else:
         plot_curves(os.path.join(folder, "novel.png"), groups)
     where = "results/" + os.path.basename(os.path.normpath(folder))     # the same from any copy

@@ -1,7 +1,7 @@
 """The world's picture, and how much of the novel compositions' codebook tokens training never
 shows.
 
-    python tools/world.py        # writes results/world/world.png and prints the codebook's reach
+    python tools/world.py        # writes results/world/world.png and reach.md, and prints the reach
 
 The picture: real images of all eight compositions, one row each. The reach: for real images
 of the novel compositions, the share of codebook tokens (and of distinct codes) that no training
@@ -44,10 +44,14 @@ def main(argv=None):
                           title="Shapes2D: real images")
     codebook = tokenizers.load_tokenizer("codebook")
     trained = set(codebook.encode(data.training_set()[0]).flatten().tolist())
-    for split, (tokens, codes) in reach(images, bits, codebook, trained).items():
-        print(f"codebook reach, {split}: {100 * tokens:.1f}% of the tokens of real images "
-              f"({100 * codes:.1f}% of the "
-              f"distinct codes) never occur in the generators' training tokens")
+    lines = [f"codebook reach, {split}: {100 * tokens:.1f}% of the tokens of real images "
+             f"({100 * codes:.1f}% of the distinct codes) never occur in the generators' "
+             "training tokens" for split, (tokens, codes) in reach(images, bits, codebook,
+                                                                  trained).items()]
+    print("\n".join(lines))
+    with open(os.path.join(folder, "reach.md"), "w") as f:
+        f.write("Rebuilt by `python tools/world.py`: real images, 250 per composition.\n\n"
+                + "".join(f"- {line}\n" for line in lines))
     print(f"saved {os.path.relpath(os.path.join(folder, 'world.png'))}")
 
 
