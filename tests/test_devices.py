@@ -4,12 +4,15 @@ mixes with a CPU tensor, or a draw by the wrong side's generator, fails as on a 
 short run of every generator on each accelerator present (skipped where there is none).
 
 On the simulated device every script trains, evaluates and checkpoints (train(config) with
-config["device"] = "meta"); a training step may wait for the device once (the progress bar's
-loss) and copies nothing of the batch to it; the sampler copies nothing to it at all (its random
-draws are made there)."""
+config["device"] = "meta"); the sampler copies nothing to it at all (its random draws are made
+there); and a training step makes the host wait for the device at most once, counting every wait
+a CUDA GPU would make (a number read, a copy either way, a boolean mask's nonzero: the
+`waits` of tests/elsewhere.py). A failure lists each wait of the step and the line that asked."""
+import collections
 import importlib
 import itertools
 import json
+import math
 import os
 
 import elsewhere
@@ -49,14 +52,19 @@ def config_elsewhere(script, out, steps, *flags):
     return module, config
 
 
+STEP_WAITS = {}    # (script, flags) -> each counted step's waits: one training, read by two tests
+
+
 def trains_elsewhere(script, tmp_path, *flags, steps=4):
-    """Train, evaluate (at the last step) and checkpoint on ELSEWHERE, counting the crossings
-    between one step's learning rate and the next's: a whole step, no evaluation in it."""
+    """Train, evaluate (at the last step) and checkpoint on ELSEWHERE, keeping the waits of each
+    whole step between one step's learning rate and the next's (no evaluation in it), from the
+    second step on (the first may make what is made once)."""
     module, config = config_elsewhere(script, tmp_path / "run", steps, *flags)
     marks, sampled, learning_rate, draw = [], [], runs.learning_rate, module.draw
 
     def marked(config, step):
-        marks.append(dict(elsewhere.crossings))
+        if not marks or marks[-1][0] != step:                         # once a step, every group
+            marks.append((step, len(elsewhere.waits)))
         return learning_rate(config, step)
 
     def counted(*args):
@@ -68,14 +76,24 @@ def trains_elsewhere(script, tmp_path, *flags, steps=4):
         patch.setattr(runs, "learning_rate", marked)
         patch.setattr(module, "draw", counted)
         module.train(config)
+    STEP_WAITS[(script, flags)] = [elsewhere.waits[before:after] for (_, before), (_, after)
+                                   in itertools.pairwise(marks[1:])]
+    assert len(STEP_WAITS[(script, flags)]) == steps - 2
     assert sampled == [0], sampled                          # the sampler's draws: made there
     assert [m["step"] for m in runs.read_metrics(config["out"])] == [steps]
     assert torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)["step"] == steps
-    for before, after in itertools.pairwise(marks):
-        step = {way: after[way] - before[way] for way in after}
-        assert step["to the host"] == 1, step              # the progress bar's loss, and no more
-        # the batch stays on the device; what crosses is data.conditioning's tables (centre, scale)
-        assert step["to the device"] <= 2, step
+
+
+def waits_at_most_once_a_step(script, tmp_path, *flags):
+    """Each counted step of the script's training on ELSEWHERE waits for the device at most once
+    (the training trained by its other test where this session ran it, else here)."""
+    if (script, flags) not in STEP_WAITS:
+        trains_elsewhere(script, tmp_path, *flags)
+    for waits in STEP_WAITS[(script, flags)]:
+        listed = "".join(f"\n  {n}x {what} at {where}"
+                         for (what, where), n in collections.Counter(waits).items())
+        assert len(waits) <= 1, (f"{' '.join([script, *flags])} waits {len(waits)} times in a "
+                                 f"training step, at most 1 allowed:{listed}")
 
 
 def test_maskgit_trains_evaluates_and_checkpoints_on_another_device(tmp_path):
@@ -106,10 +124,40 @@ def test_ar_gmm_head_trains_evaluates_and_checkpoints_on_another_device(tmp_path
     trains_elsewhere("ar.py", tmp_path, "--head", "gmm")
 
 
-
-
 def test_objects_trains_evaluates_and_checkpoints_on_another_device(tmp_path):
     trains_elsewhere("objects.py", tmp_path)
+
+
+def test_maskgit_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("maskgit.py", tmp_path)
+
+
+def test_jepa_maskgit_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("jepa_maskgit.py", tmp_path)
+
+
+def test_givt_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("givt.py", tmp_path)
+
+
+def test_mar_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("mar.py", tmp_path)
+
+
+def test_dit_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("dit.py", tmp_path)
+
+
+def test_ar_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("ar.py", tmp_path)
+
+
+def test_ar_gmm_head_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("ar.py", tmp_path, "--head", "gmm")
+
+
+def test_objects_waits_for_the_device_at_most_once_a_training_step(tmp_path):
+    waits_at_most_once_a_step("objects.py", tmp_path)
 
 
 @pytest.mark.parametrize("script", ["maskgit.py", "mar.py"])         # ids; vectors and a denoiser
@@ -137,6 +185,41 @@ def test_a_cpu_generator_cannot_draw_for_the_device_nor_a_cpu_tensor_mix_with_it
         assert float((x + 1).sum()) == 3 and elsewhere.crossings["to the host"] == 1
 
 
+def test_the_simulated_device_counts_every_wait_a_cuda_gpu_makes():
+    """Each wait once, named, at the line that asked; what a GPU does without the host, never."""
+    def waits_of(operation):
+        before = len(elsewhere.waits)
+        operation()
+        return [what for what, _ in elsewhere.waits[before:]]
+    with elsewhere.elsewhere() as device:
+        x = torch.randn(4, 3, device=device, requires_grad=True)
+        mask = torch.rand(4, 3, device=device) < 0.5
+        assert waits_of(lambda: x[mask].sum().backward()) == [
+            "boolean-mask index (a nonzero)", "boolean-mask index_put (a nonzero)"]
+        _, where = elsewhere.waits[-1]
+        assert where.startswith("tests/test_devices.py:") and "IndexBackward0" in where
+        y = x.detach()
+        assert waits_of(lambda: y.nonzero()) == ["nonzero"]
+        assert waits_of(lambda: torch.where(mask)) == ["nonzero"]
+        assert waits_of(lambda: y.masked_select(mask)) == ["masked_select"]
+        assert waits_of(lambda: y.unique()) == ["unique"]
+        number = "a number read (.item(), float(), int(), bool())"
+        assert waits_of(lambda: (y.sum().item(), float(y[0, 0]), bool(mask[0, 0]))) == [number] * 3
+        assert waits_of(lambda: y.tolist()) == [".tolist()"]
+        assert waits_of(lambda: y.cpu()) == ["a copy to the host"]
+        pageable = "a copy to the device (pageable memory)"
+        assert waits_of(lambda: torch.ones(3).to(device)) == [pageable]
+        assert waits_of(lambda: torch.tensor([1.0, 2.0], device=device)) == [pageable]
+        repeats = torch.ones(3, dtype=torch.long, device=device)
+        assert waits_of(lambda: torch.arange(3, device=device).repeat_interleave(repeats)) == [
+            "repeat_interleave (no output_size)"]
+        assert waits_of(lambda: (                  # no wait: the device works on without the host
+            y.masked_fill(mask, 0), y.masked_scatter(mask, y), y[torch.arange(2, device=device)],
+            y.__setitem__(mask, 1.0), torch.randint(9, (3,), device=device), y.sum() > 0,
+            torch.arange(3, device=device).repeat_interleave(repeats, output_size=3),
+            y.repeat_interleave(2, 0), torch.full((2,), 0.5, device=device))) == []
+
+
 def test_a_run_resumes_only_on_the_device_it_trained_on(tmp_path, capsys):
     """Its random state is a generator of that device: elsewhere it cannot continue exactly."""
     import dit
@@ -161,6 +244,50 @@ def test_the_precision_rule(monkeypatch):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, b=bf16, **k: b)
         assert runs.half_precision("cuda") == expected, capability   # T4 (7.5) emulates bf16: fp16
+
+
+def test_dit_trains_in_fp16_with_a_grad_scaler_that_skips_an_overflowing_step(tmp_path):
+    """A T4's path (compute capability 7.5: fp16 and the grad scaler) on the simulated device:
+    the blocks compute in fp16, the head in fp32; a step whose gradients overflow (made so at the
+    second step, the loss itself finite) changes no parameter and halves the scale, and the
+    others train."""
+    module, config = config_elsewhere("dit.py", tmp_path / "run", 4)
+    marks, snapshots, dtypes, models = [], [], collections.defaultdict(set), []
+    learning_rate, build, flow_loss = runs.learning_rate, module.build, module.flow_loss
+
+    def built(config):
+        model, tokenizer = build(config)
+        model.blocks[0].mlp.register_forward_hook(lambda m, i, out: dtypes["mlp"].add(out.dtype))
+        model.head.register_forward_hook(lambda m, i, out: dtypes["head"].add(out.dtype))
+        models.append(model)
+        return model, tokenizer
+
+    def marked(config, step):                  # the parameters as the step found them
+        if not marks or marks[-1] != step:
+            marks.append(step)
+            snapshots.append([p.detach().held.clone() for p in models[0].parameters()])
+        return learning_rate(config, step)
+
+    def overflowing(*args, **kwargs):
+        loss = flow_loss(*args, **kwargs)
+        if marks[-1] == 1:
+            loss.register_hook(lambda gradient: gradient * math.inf)
+        return loss
+    with pytest.MonkeyPatch.context() as patch, elsewhere.elsewhere(capability=(7, 5)) as device:
+        assert runs.half_precision(device) == torch.float16
+        assert runs.grad_scaler(device).is_enabled()
+        patch.setattr(runs, "learning_rate", marked)
+        patch.setattr(module, "build", built)
+        patch.setattr(module, "flow_loss", overflowing)
+        module.train(config)
+    assert dtypes == {"mlp": {torch.float16}, "head": {torch.float32}}
+    changed = [any(not torch.equal(a, b) for a, b in zip(before, after))
+               for before, after in itertools.pairwise(snapshots)]
+    assert changed == [True, False, True]                      # steps 0 and 2 trained, 1 skipped
+    saved = torch.load(tmp_path / "run" / "ckpt.pt", weights_only=True)
+    assert (saved["scaler"]["scale"], saved["scaler"]["_growth_tracker"]) == (2.0 ** 15, 2)
+    assert {float(state["step"]) for state in saved["optimizer"]["state"].values()} == {3.0}
+    assert math.isfinite(runs.read_metrics(config["out"])[-1]["loss"])
 
 
 def test_full_precision_turns_an_autocast_off():

@@ -81,17 +81,64 @@ def test_the_tiny_suite_runs_everything_then_skips_and_resumes(tmp_path, monkeyp
 
 
 def test_the_study_as_a_list_of_commands(tmp_path, capsys):
-    """--list: every run of the suite, one command a line, runnable as it stands; nothing runs."""
+    """--list: every run of the suite, one command a line, each a command of its own script as a
+    shell reads it (quoted: a folder's name may hold a space), run from the root; nothing runs."""
+    import shlex
+
     import reproduce
-    suite(tmp_path, "--list")
+    import runs as plumbing
+    reproduce.main(["--budget", "tiny", "--device", "cpu", "--runs", str(tmp_path / "my runs"),
+                    "--list"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == sum(map(len, reproduce.QUESTIONS.values())) + 4
-    assert all(line.startswith("python ") and " --out " in line and " --seed 0 " in line
-               for line in lines)
+    for line in lines:
+        words = shlex.split(line)
+        assert words[0] == "python" and os.path.exists(os.path.join(ROOT, words[1])), line
+        args = vars(plumbing.script(words[1][:-3]).parse(words[2:])[1])   # its own parser's
+        assert args["out"].startswith(str(tmp_path / "my runs")) and args["seed"] == 0, line
     assert "python dit.py --steps 3 " in lines[4]
-    assert "--out " + str(tmp_path / "runs" / "ladder" / "runs") in lines[4]
     assert sum("--steps 6 " in line for line in lines) == 4           # the time course: from step 0
-    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "my runs").exists()
+
+
+def job_printing(folder, code):
+    """A job whose command is a Python line (no torch): what execute gives it is in log.txt."""
+    return str(folder), 1, [sys.executable, "-c", code]
+
+
+def test_a_run_sees_the_gpu_its_scheduler_gave_not_gpu_0(tmp_path, monkeypatch):
+    import reproduce
+    said = "import os; print('gpu', os.environ.get('CUDA_VISIBLE_DEVICES'))"
+    for visible, gpus, slot, expected in (("3", 1, 0, "3"), ("3", 1, 1, "3"),
+                                          ("2,5", 2, 1, "5"), ("2,5", 2, 2, "2"),
+                                          (None, 4, 6, "2")):
+        if visible is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        folder = tmp_path / f"{visible}-{slot}"
+        assert reproduce.execute(job_printing(folder, said), slot, 1, gpus)[0] == 0
+        assert (folder / "log.txt").read_text() == f"gpu {expected}\n", (visible, slot)
+
+
+def test_a_deadline_stops_a_run_as_ctrl_c_does_and_it_is_not_a_failure(tmp_path):
+    import reproduce
+    waits = ("import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
+             "    print('interrupted')\n    raise SystemExit(1)")
+    start = time.time()
+    code, seconds = reproduce.execute(job_printing(tmp_path / "one", waits), 0, 1, 0,
+                                      deadline=start + 1)
+    assert code is None and 1 <= seconds < 30
+    assert (tmp_path / "one" / "log.txt").read_text() == "interrupted\n"
+    assert len((tmp_path / "one" / "wall_seconds.txt").read_text().split()) == 1
+    fails = job_printing(tmp_path / "fails", "raise SystemExit(3)")
+    failed = []
+    assert reproduce.run_all([fails, job_printing(tmp_path / "two", waits),
+                              job_printing(tmp_path / "never", waits)], 1, 0,
+                             deadline=time.time() + 2, failed=failed) == failed
+    assert failed == [os.path.relpath(tmp_path / "fails", ROOT)]        # the deadline: no failure
+    assert (tmp_path / "two" / "log.txt").read_text() == "interrupted\n"
+    assert not (tmp_path / "never").exists()                    # after the deadline: not started
 
 
 def test_bad_suite_flags(tmp_path, capsys):

@@ -14,7 +14,9 @@ each budget costs: results/costs/timings.md.
 import argparse
 import collections
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -94,8 +96,10 @@ def finished(folder, steps):
     return bool(metrics) and metrics[-1]["step"] == steps
 
 
-def execute(job, slot, workers, gpus):
-    """Run (or resume) one job in a subprocess; its output goes to log.txt in its folder."""
+def execute(job, slot, workers, gpus, deadline=None):
+    """Run (or resume) one job in a subprocess; its output goes to log.txt in its folder. At the
+    deadline (a time.time()) it is stopped as Ctrl-C stops it, keeping its last evaluation's
+    checkpoint: (None, seconds). Otherwise (exit code, seconds)."""
     folder, steps, argv = job[:3]
     if finished(folder, steps):
         return 0, 0.0
@@ -105,38 +109,56 @@ def execute(job, slot, workers, gpus):
         shutil.rmtree(folder, ignore_errors=True)               # nothing worth keeping: start again
     os.makedirs(folder, exist_ok=True)
     environment = dict(os.environ)
-    if gpus:
-        environment["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)   # runs spread over the GPUs
+    if gpus:                                                     # runs spread over the GPUs
+        environment["CUDA_VISIBLE_DEVICES"] = gpu_of(slot, gpus, os.environ)
     if workers > 1:                                              # runs share the CPU cores
         environment["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     start = time.time()
     with open(os.path.join(folder, "log.txt"), "a") as log:
-        code = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env=environment).returncode
+        process = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   env=environment)
+        try:
+            code = process.wait(None if deadline is None else max(0.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)                   # as Ctrl-C: it saves nothing new
+            process.wait()
+            code = None
     seconds = time.time() - start
     with open(os.path.join(folder, "wall_seconds.txt"), "a") as f:
         f.write(f"{seconds:.1f}\n")
     return code, seconds
 
 
-def run_all(todo, workers, gpus):
-    """Run jobs on `workers` slots at once. Returns the folders of failed runs. Ctrl-C stops the
-    runs (each keeps its last checkpoint) and starts no more."""
-    todo, failed, lock, stop = collections.deque(todo), [], threading.Lock(), threading.Event()
+def gpu_of(slot, gpus, environment):
+    """The GPU a slot's runs see: one of CUDA_VISIBLE_DEVICES's own entries where it is set (the
+    GPUs a scheduler gave this job, which torch counts from 0), else slot % gpus."""
+    visible = [gpu for gpu in environment.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu]
+    return visible[slot % len(visible)] if visible else str(slot % gpus)
+
+
+def run_all(todo, workers, gpus, deadline=None, failed=None):
+    """Run jobs on `workers` slots at once. Returns the folders of failed runs (also appended to
+    `failed`, where given, as they fail: kept when Ctrl-C ends the call). Ctrl-C stops the runs
+    (each keeps its last checkpoint) and starts no more; so does the deadline (a time.time()),
+    which stops them as Ctrl-C does."""
+    todo, lock, stop = collections.deque(todo), threading.Lock(), threading.Event()
+    failed = [] if failed is None else failed
     bar = tqdm(total=len(todo), desc="runs", unit="run")
 
     def worker(slot):
-        while not stop.is_set():
+        while not stop.is_set() and (deadline is None or time.time() < deadline):
             with lock:
                 if not todo:
                     return
                 job = todo.popleft()
-            code, seconds = execute(job, slot, workers, gpus)
+            code, seconds = execute(job, slot, workers, gpus, deadline)
             with lock:
                 where = os.path.relpath(job[0], ROOT)
                 if stop.is_set():
                     return
-                if code:
+                if code is None:
+                    tqdm.write(f"stopped {where} at the deadline; the same command resumes it")
+                elif code:
                     failed.append(where)
                     tqdm.write(f"FAILED {where} (exit {code}); see {where}/log.txt")
                 elif seconds:
@@ -206,9 +228,9 @@ def main(argv=None):
     runs_dir = args.runs or os.path.join(ROOT, "runs", f"suite-{args.budget}")
     todo = jobs(runs_dir, budget, args.device)
     if args.list:                                    # a command a line, for a scheduler of your own
-        for job in todo:
-            print(" ".join(["python", *(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a
-                                        for a in job[2][1:])]))
+        for job in todo:                             # quoted as a shell reads it, from the root
+            print(shlex.join(["python", *(os.path.relpath(a, ROOT) if a.startswith(ROOT) else a
+                                          for a in job[2][1:])]))
         return
     import torch
     gpus = torch.cuda.device_count() if args.device in ("auto", "cuda") else 0
