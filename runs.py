@@ -16,6 +16,7 @@ import importlib
 import json
 import math
 import os
+import pickle
 import platform
 import subprocess
 import time
@@ -174,8 +175,7 @@ def provenance(device):
 
 def check_resumable(out, model, config):
     """A checkpoint is resumed only by its own model with the same settings (--steps may grow)."""
-    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
-    saved = saved.get("config", {})
+    saved = read_checkpoint(os.path.join(out, "ckpt.pt")).get("config", {})
     if saved.get("model") != model:
         raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, "
                          f"not {model!r}")
@@ -394,11 +394,21 @@ def resume(config, **parts):
     return state["step"]
 
 
+def read_checkpoint(path):
+    """A checkpoint's state, on the CPU; a file that cannot be read (cut short by a full disk or an
+    interrupted copy) ends in one line that names it and says what to do."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as error:
+        raise SystemExit(f"error: {path} is damaged and cannot be read ({type(error).__name__}); "
+                         "it cannot be resumed: start a new --out") from None
+
+
 def load_checkpoint(config):
     """ckpt.pt (checked by start_run); metrics after it are dropped, to be recomputed, and the clock
     goes on from the last kept evaluation's wall time."""
     out = config["out"]
-    state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
+    state = read_checkpoint(os.path.join(out, "ckpt.pt"))
     kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
     start_clock(config, kept[-1].get("seconds", 0.0) if kept else 0.0)
     with open(os.path.join(out, "metrics.jsonl"), "w") as f:
