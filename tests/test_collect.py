@@ -87,12 +87,14 @@ def rows(written, first):
 
 
 # --------------------------------------------------------------------- the folder and its groups
-def test_collect_add_keeps_each_runs_three_files_and_refuses_an_unfinished_one(ladder, tmp_path):
-    folder, _, _ = ladder
-    for name in RUNS:
-        assert sorted(os.listdir(folder / "runs" / name)) == ["config.json", "metrics.jsonl",
-                                                              "samples.npz", "samples.png"]
-    write_run(tmp_path / "half", {"model": "dit", "seed": 0}, [])
+def test_collect_add_keeps_each_runs_three_files_and_refuses_an_unfinished_one(tmp_path):
+    config, history = RUNS["dit"]
+    write_run(tmp_path / "made" / "dit", config, history, **SHAPES)
+    (tmp_path / "made" / "dit" / "ckpt.pt").write_bytes(b"not kept")
+    collect.add(str(tmp_path / "kept"), [str(tmp_path / "made" / "dit") + "/"])
+    assert sorted(os.listdir(tmp_path / "kept" / "runs" / "dit")) == [
+        "config.json", "metrics.jsonl", "samples.npz"]
+    write_run(tmp_path / "half", config, history)                         # not evaluated yet
     with pytest.raises(SystemExit, match="half is not a finished run \\(no samples.npz\\)"):
         collect.add(str(tmp_path / "kept"), [str(tmp_path / "half")])
 

@@ -33,15 +33,17 @@ def test_resample_parse_settings_reads_each_value_with_the_scripts_own_parser():
 
 def test_resample_keeps_the_runs_step_loss_and_provenance_and_adds_the_sampling_time(tmp_path,
                                                                                     tiny_run):
-    run = tiny_run("dit.py")                               # 4 steps, evaluated at 4; only read here
-    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    run = tmp_path / "run"                          # the session's tiny run (4 steps, evaluated
+    shutil.copytree(tiny_run("dit.py"), run)        # at 4), as if its 4 steps had taken 1000 s
+    last = {**json.loads((run / "metrics.jsonl").read_text().splitlines()[-1]), "seconds": 1000.0}
+    (run / "metrics.jsonl").write_text(json.dumps(last) + "\n")
     same = tmp_path / "same"
     metrics = resample.resample(str(run), str(same), [])
     assert (np.load(same / "samples.npz")["images"] == np.load(run / "samples.npz")["images"]).all()
     [line] = [json.loads(x) for x in (same / "metrics.jsonl").read_text().splitlines()]
     assert line == metrics and line["step"] == 4 and line["loss"] == last["loss"]
     assert line["acc"] == last["acc"]                             # the same samples, judged alike
-    assert last["seconds"] <= line["seconds"] < last["seconds"] + 60
+    assert 1000 <= line["seconds"] < 1060                    # the run's time, then the sampling's
     changed = tmp_path / "changed"
     resample.resample(str(run), str(changed), ["sample_steps=3"])
     config = json.loads((changed / "config.json").read_text())
