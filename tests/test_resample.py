@@ -32,7 +32,10 @@ def test_resample_parse_settings_reads_each_value_with_the_scripts_own_parser():
 
 
 def test_resample_keeps_the_runs_step_loss_and_provenance_and_adds_the_sampling_time(tmp_path,
-                                                                                    tiny_run):
+                                                                                    tiny_run,
+                                                                                    monkeypatch):
+    for picture in ("save_samples_png", "save_curves_png"):          # not read here: not drawn
+        monkeypatch.setattr(resample.runs, picture, lambda *args, **kwargs: None)
     run = tmp_path / "run"                          # the session's tiny run (4 steps, evaluated
     shutil.copytree(tiny_run("dit.py"), run)        # at 4), as if its 4 steps had taken 1000 s
     last = {**json.loads((run / "metrics.jsonl").read_text().splitlines()[-1]), "seconds": 1000.0}

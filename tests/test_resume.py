@@ -57,7 +57,8 @@ def same(a, b, where=""):
 
 
 def resumes_elsewhere(script, tmp_path, *flags):
-    """Train 3 steps on ELSEWHERE; resume the run as it stood at step 2, there; compare."""
+    """Train 3 steps on ELSEWHERE; resume the run as it stood at step 2, there; compare. The
+    evaluations draw and judge as always, and draw no pictures (they cost more than the runs)."""
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     save = runs.save_checkpoint
 
@@ -67,13 +68,18 @@ def resumes_elsewhere(script, tmp_path, *flags):
             shutil.copytree(out, stopped)
     module, settings = config(script, straight, *flags)
     os.makedirs(straight)
-    with pytest.MonkeyPatch.context() as patch, elsewhere.elsewhere(), \
-            torch.random.fork_rng(devices=[]):
-        patch.setattr(runs, "save_checkpoint", saved)
-        module.train(settings)
-    _, settings = config(script, stopped, *flags, resume=True)
-    with elsewhere.elsewhere(), torch.random.fork_rng(devices=[]):
-        module.train(settings)
+    with pytest.MonkeyPatch.context() as patch, torch.random.fork_rng(devices=[]):
+        for picture in ("save_samples_png", "save_curves_png"):
+            patch.setattr(runs, picture, lambda *args, **kwargs: None)
+        if script == "objects.py":
+            patch.setattr(module, "save_grid", lambda *args, **kwargs: None)
+        with elsewhere.elsewhere():
+            patch.setattr(runs, "save_checkpoint", saved)
+            module.train(settings)
+        patch.setattr(runs, "save_checkpoint", save)
+        _, settings = config(script, stopped, *flags, resume=True)
+        with elsewhere.elsewhere():
+            module.train(settings)
     whole, resumed = (torch.load(folder / "ckpt.pt", weights_only=True)
                       for folder in (straight, stopped))
     assert whole["step"] == resumed["step"] == 3, script
