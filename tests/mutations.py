@@ -795,6 +795,9 @@ MUTATIONS = [
      "present = list(data.COMPOSITIONS)",
      [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
      None),
+    ("judge.py", "np.add.at(confusion, (person_says, judge_says), 1)",
+     "np.add.at(confusion, (judge_says, person_says), 1)",
+     [f"{JU}::test_judge_gallery_agreement_counts_each_verdict_by_the_persons_label"], None),
     # tools/resample.py (tests/test_resample.py)
     ("tools/resample.py", 'key = key.replace("-", "_")', "key = key",
      [f"{RE}::test_resample_parse_settings_reads_each_value_with_the_scripts_own_parser"], None),

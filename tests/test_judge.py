@@ -142,6 +142,19 @@ def test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_ove
     assert result["retrieval_5nn"] == pytest.approx(4 / 8)             # samples 0, 1, 3, 7
 
 
+def test_judge_gallery_agreement_counts_each_verdict_by_the_persons_label(tmp_path, monkeypatch):
+    """The agreement and its confusion table from six verdicts set by hand (judge.verdicts stood
+    in): rows are the person's labels, columns the judge's."""
+    person = np.array([0, 0, 1, 2, 2, 2])
+    said = np.array([0, 1, 1, 2, 0, 2])
+    np.savez(tmp_path / "gallery.npz", images=np.zeros((6, 1)), factors=np.zeros((6, 3)),
+             labels=person)
+    monkeypatch.setattr(judge, "verdicts", lambda images, factors: said)
+    agreement, confusion = judge.gallery_agreement(str(tmp_path / "gallery.npz"))
+    assert agreement == pytest.approx(4 / 6)
+    assert confusion.tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
+
+
 def test_split_means():
     means = judge.split_means({"000": 1.0, "001": 0.5, "011": 0.25, "111": 0.0})
     assert means == {"seen": 0.75, "level1": 0.25, "level2": 0.0}
