@@ -15,6 +15,7 @@ import importlib
 import json
 import math
 import os
+import pickle
 import platform
 import subprocess
 import time
@@ -177,8 +178,7 @@ def provenance(device):
 
 def check_resumable(out, name, config):
     """A checkpoint is resumed only by its own script with the same settings (--steps may grow)."""
-    saved = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
-    saved = saved.get("config", {})
+    saved = read_checkpoint(os.path.join(out, "ckpt.pt")).get("config", {})
     if saved.get("model") != name:
         raise SystemExit(f"error: {out}/ckpt.pt was written by {saved.get('model')!r}, "
                          f"not {name!r}")
@@ -308,7 +308,7 @@ class Checkpoints:
         if not self.config["resume"]:
             return 0
         out = self.config["out"]
-        state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)
+        state = read_checkpoint(os.path.join(out, "ckpt.pt"))
         self.restore(state)
         kept = [m for m in read_metrics(out) if m["step"] <= state["step"]]
         start_clock(self.config, kept[-1].get("seconds", 0.0) if kept else 0.0)
@@ -341,6 +341,16 @@ class Checkpoints:
                 part.set_state(state[key])
             else:
                 part.load_state_dict(state[key])
+
+
+def read_checkpoint(path):
+    """A checkpoint's state, on the CPU; a file that cannot be read (cut short by a full disk or an
+    interrupted copy) ends in one line that names it and says what to do."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as error:
+        raise SystemExit(f"error: {path} is damaged and cannot be read ({type(error).__name__}); "
+                         "it cannot be resumed: start a new --out") from None
 
 
 def save_atomic(state, path):

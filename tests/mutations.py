@@ -11,13 +11,14 @@ A row: (file, the correct text, the bug, the guarding tests, the assignment or N
 text must occur exactly once in its file (tests/test_mutations_table.py checks it), so a change to
 the code that moves a row's text fails the suite until the row follows it.
 
-The rule: every method function and every flag has at least one row. A function's row breaks the
-function; a flag's row breaks what the flag does, and its guard is named for the flag,
-test_common_<flag>_... or test_<script>_<flag>_... Two tests hold the rule: tests/test_flags.py's
-test_every_flag_of_every_script_has_a_row (the flags) and tests/test_mutations_table.py's
-test_every_method_function_of_every_generator_has_a_row (every function of the seven generator
-scripts, the backbone's copies covered by a row in one of them). A new function or flag comes
-with its test and its row. tests/README.md says how the tests are organised.
+The rule: every method function, every flag and every function of a tool (tools/) has at least
+one row. A function's row breaks the function; a flag's row breaks what the flag does, and its
+guard is named for the flag, test_common_<flag>_... or test_<script>_<flag>_... Three tests hold
+the rule: tests/test_flags.py's test_every_flag_of_every_script_has_a_row (the flags), and
+tests/test_mutations_table.py's test_every_method_function_of_every_generator_has_a_row (every
+function of the seven generator scripts, the backbone's copies covered by a row in one of them)
+and test_every_function_of_every_tool_has_a_row (each tool in its list TOOLS). A new function or
+flag comes with its test and its row. tests/README.md says how the tests are organised.
 """
 import os
 import re
@@ -35,6 +36,8 @@ JU = "tests/test_judge.py"
 DV = "tests/test_devices.py"
 RE, GC, NB = "tests/test_reproduce.py", "tests/test_gpu_check.py", "tests/test_notebook.py"
 FL, SA, OK = "tests/test_flags.py", "tests/test_samplers.py", "tests/test_objects_kinds.py"
+RS, GR = "tests/test_resume.py", "tests/test_gradients.py"
+CO, RE = "tests/test_collect.py", "tests/test_resample.py"
 M, GM, D, J, DA, P, IN, A = ("tests/test_maskgit.py", "tests/test_givt_mar.py", "tests/test_dit.py", "tests/test_jepa.py",
                             "tests/test_data.py", "tests/test_probe.py", "tests/test_inside.py", "tests/test_ar.py")
 MUTATIONS = [
@@ -814,6 +817,174 @@ MUTATIONS = [
      [f"{NB}::test_the_settings_are_read_from_one_cell_and_the_check_is_what_runs"], None),
     ("notebooks/hosted_gpu.ipynb", "    print(f.read())", "    f.read()",
      [f"{NB}::test_the_notebook_runs_top_to_bottom_on_the_cpu_at_a_tiny_budget"], None),
+    # resuming off the CPU (tests/test_resume.py): every random state saved and restored there
+    ("objects.py", "rng=generator, placing_rng=placing)", "rng=generator)",      # the CPU's tests pass
+     [f"{RS}::test_objects_resumes_bit_for_bit_on_another_device"], None),
+    ("maskgit.py", "scaler=scaler,\n                       rng=generator)", "scaler=scaler)",
+     [f"{RS}::test_maskgit_resumes_bit_for_bit_on_another_device"], None),
+    ("jepa_maskgit.py", "optimizer=optimizer, scaler=scaler, rng=generator)",
+     "optimizer=optimizer, scaler=scaler)",
+     [f"{RS}::test_jepa_maskgit_resumes_bit_for_bit_on_another_device"], None),
+    ("givt.py", "scaler=scaler,\n                       rng=generator)", "scaler=scaler)",
+     [f"{RS}::test_givt_resumes_bit_for_bit_on_another_device"], None),
+    ("mar.py", "scaler=scaler,\n                       rng=generator)", "scaler=scaler)",
+     [f"{RS}::test_mar_resumes_bit_for_bit_on_another_device"], None),
+    ("dit.py", "scaler=scaler,\n                       rng=generator)", "scaler=scaler)",
+     [f"{RS}::test_dit_resumes_bit_for_bit_on_another_device"], None),
+    ("ar.py", "scaler=scaler,\n                       rng=generator)", "scaler=scaler)",
+     [f"{RS}::test_ar_resumes_bit_for_bit_on_another_device"], None),
+    # a damaged checkpoint says so in one line
+    ("runs.py", "except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as error:",
+     "except (OSError, pickle.UnpicklingError) as error:",
+     [f"{RS}::test_resume_of_a_truncated_checkpoint_says_so_in_one_line"], None),
+    ("runs.py", 'state = read_checkpoint(os.path.join(out, "ckpt.pt"))',
+     'state = torch.load(os.path.join(out, "ckpt.pt"), map_location="cpu", weights_only=True)',
+     [f"{RS}::test_resume_of_a_truncated_checkpoint_says_so_in_one_line"], None),
+    # gradients reach every part (tests/test_gradients.py, and the course's loss checks)
+    ("mar.py", "z = model(x, hidden, values, present)[hidden].repeat(draws, 1)",
+     "z = model(x, hidden, values, present)[hidden].detach().repeat(draws, 1)",
+     [f"{GR}::test_mar_one_training_step_reaches_every_parameter_and_no_frozen_one"], "A5"),
+    ("maskgit.py", "c = self.condition(values, present)                                 # (B, D)",
+     "c = self.condition(values, present).detach()",
+     [f"{GR}::test_maskgit_one_training_step_reaches_every_parameter_and_no_frozen_one"], None),
+    ("maskgit.py", "model(ids.masked_fill(hidden, model.mask_id), values, present)  # the answer",
+     "model(ids.masked_fill(hidden, model.mask_id), values, torch.zeros_like(present))  # the answer",
+     [f"{GR}::test_maskgit_one_training_step_reaches_every_parameter_and_no_frozen_one"], "A1"),
+    ("givt.py", "torch.where(hidden[..., None], self.mask_embedding, self.embed(x))",
+     "torch.where(hidden[..., None], self.mask_embedding.detach(), self.embed(x))",
+     [f"{GR}::test_givt_one_training_step_reaches_every_parameter_and_no_frozen_one"], None),
+    ("givt.py", "model(x, hidden, values, present)         # the answer is hidden",
+     "model(x, hidden, values, torch.zeros_like(present))         # the answer is hidden",
+     [f"{GR}::test_givt_one_training_step_reaches_every_parameter_and_no_frozen_one"], "A2"),
+    ("dit.py", "c = c + self.condition(values, present)", "c = c + self.condition(values, present).detach()",
+     [f"{GR}::test_dit_one_training_step_reaches_every_parameter_and_no_frozen_one"], None),
+    ("dit.py", "x0_hat = model(x_t, t, values, present)\n",
+     "x0_hat = model(x_t, t, values, torch.zeros_like(present))\n",
+     [f"{GR}::test_dit_one_training_step_reaches_every_parameter_and_no_frozen_one"], "A3"),
+    ("ar.py", "h = torch.cat([c[:, None], self.embed(prefix)], 1)",
+     "h = torch.cat([c[:, None], self.embed(prefix).detach()], 1)",
+     [f"{GR}::test_ar_one_training_step_reaches_every_parameter_and_no_frozen_one"], None),
+    ("objects.py", "where = self.place(fourier(values / data.IMAGE_SIZE * 2 - 1))",
+     "where = self.place(fourier(values / data.IMAGE_SIZE * 2 - 1)).detach()",
+     [f"{GR}::test_objects_one_training_step_reaches_every_parameter_and_no_frozen_one"], None),
+    ("jepa_maskgit.py", "target = copy.deepcopy(ema)  ", "target = model  ",
+     [f"{GR}::test_jepa_maskgit_one_training_step_reaches_every_parameter_but_the_target_and_the_ema"],
+     None),
+    ("jepa_maskgit.py", "F.mse_loss(predictor(context[layer][hidden]).float(),",
+     "F.mse_loss(predictor(context[layer][hidden].detach()).float(),",
+     [f"{J}::test_target_gets_no_gradient"], "A6"),
+    ("runs.py", "return copy.deepcopy(model).requires_grad_(False)", "return model",
+     [f"{GR}::test_dit_one_training_step_reaches_every_parameter_and_no_frozen_one"], None),
+    # readings that aggregate, against their parts: objects.py's by number asked, judge.py's
+    ("objects.py", "trained, beyond = np.isin(counts, COUNTS), counts > max(COUNTS)",
+     "trained, beyond = counts <= max(COUNTS), counts > max(COUNTS)",               # 0 is not trained
+     [f"{OB}::test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_and_beyond"],
+     None),
+    ("objects.py", "trained, beyond = np.isin(counts, COUNTS), counts > max(COUNTS)",
+     "trained, beyond = np.isin(counts, COUNTS), counts >= max(COUNTS)",             # 3 is trained
+     [f"{OB}::test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_and_beyond"],
+     None),
+    ("objects.py", "float(x[counts == n].mean()) for n in ASKED}", "float(x[counts <= n].mean()) for n in ASKED}",
+     [f"{OB}::test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_and_beyond"],
+     None),
+    ("objects.py", '"found_beyond": float(found[beyond].mean())', '"found_beyond": float(found.mean())',
+     [f"{OB}::test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_and_beyond"],
+     None),
+    ("judge.py", '"retrieval_5nn": float((same.sum(1) >= 3).mean())',
+     '"retrieval_5nn": float((same.sum(1) > 3).mean())',
+     [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
+     None),
+    ("judge.py", '"retrieval_1nn": float(same[:, 0].mean())', '"retrieval_1nn": float(same.any(1).mean())',
+     [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
+     None),
+    ("judge.py", 'topk(5, largest=False)', 'topk(5, largest=True)',
+     [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
+     None),
+    ("judge.py", '"malformed": float(1 - judged["legible"].mean())',
+     '"malformed": float(1 - judged["composed"].mean())',
+     [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
+     None),
+    ("judge.py", "values = [per_code[c] for c in members if c in per_code]",
+     "values = [per_code.get(c, 0.0) for c in members]",                          # absent as 0
+     [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
+     None),
+    ("judge.py", "present = [c for c in data.COMPOSITIONS if (codes == c).any()]",
+     "present = list(data.COMPOSITIONS)",
+     [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
+     None),
+    ("judge.py", "np.add.at(confusion, (person_says, judge_says), 1)",
+     "np.add.at(confusion, (judge_says, person_says), 1)",
+     [f"{JU}::test_judge_gallery_agreement_counts_each_verdict_by_the_persons_label"], None),
+    # tools/resample.py (tests/test_resample.py)
+    ("tools/resample.py", 'key = key.replace("-", "_")', "key = key",
+     [f"{RE}::test_resample_parse_settings_reads_each_value_with_the_scripts_own_parser"], None),
+    ("tools/resample.py", "changes[key] = getattr(args, key)", "changes[key] = text",
+     [f"{RE}::test_resample_parse_settings_reads_each_value_with_the_scripts_own_parser"], None),
+    ("tools/resample.py", "runs.start_clock(config, before=seconds)", "runs.start_clock(config)",
+     [f"{RE}::test_resample_keeps_the_runs_step_loss_and_provenance_and_adds_the_sampling_time"],
+     None),
+    ("tools/resample.py", "provenance=trained, resample_provenance", "resample_provenance",
+     [f"{RE}::test_resample_keeps_the_runs_step_loss_and_provenance_and_adds_the_sampling_time"],
+     None),
+    # tools/collect.py (tests/test_collect.py): the rows it reads, how it groups, averages, rounds
+    ("tools/collect.py", "        return json.load(f)", "        return dict(json.load(f), seed=0)",
+     [f"{CO}::test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order"], None),
+    ("tools/collect.py", "return {k: v for k, v in vars(args).items() if k not in NOT_A_SETTING}",
+     "return dict(vars(args))",
+     [f"{CO}::test_collect_defaults_are_the_scripts_own_flags_but_seed_folder_and_device"], None),
+    ("tools/collect.py", 'return f"{name} (resampled)" if "resampled_from" in config else name',
+     "return name", [f"{CO}::test_collect_names_a_setting_by_its_flags_away_from_the_defaults"], None),
+    ("tools/collect.py", 'short = recorded["commit"][:7]', 'short = recorded["commit"][:8]',
+     [f"{CO}::test_collect_reads_a_runs_commit_from_its_provenance"], None),
+    ("tools/collect.py", "(seed{'s' * (len(s) > 1)} {', '.join(s)})", "(seeds {', '.join(s)})",
+     [f"{CO}::test_collect_groups_and_readers_on_their_own"], None),
+    ("tools/collect.py", 'if m["level2"] >= mark:', 'if m["level2"] > mark:',
+     [f"{CO}::test_collect_time_to_composition_is_the_first_evaluation_at_or_above_the_mark"], None),
+    ("tools/collect.py", "{len(reached)} of {len(histories)} seeds", "{len(histories)} of {len(histories)} seeds",
+     [f"{CO}::test_collect_time_to_composition_is_the_first_evaluation_at_or_above_the_mark"], None),
+    ("tools/collect.py", 'else f"{value:.1f} min"', 'else f"{value:.0f} min"',
+     [f"{CO}::test_collect_mean_std_is_over_seeds_with_the_std_divided_by_n_and_rounds_as_asked"], None),
+    ("tools/collect.py", "{values.std():.{digits}f}", "{values.std(ddof=1):.{digits}f}",
+     [f"{CO}::test_collect_mean_std_is_over_seeds_with_the_std_divided_by_n_and_rounds_as_asked"], None),
+    ("tools/collect.py", "values = [v for v in values if v is not None and not np.isnan(v)]",
+     "values = [v for v in values if v is not None]",
+     [f"{CO}::test_collect_mean_std_is_over_seeds_with_the_std_divided_by_n_and_rounds_as_asked"], None),
+    ("tools/collect.py", 'kept_files = ("config.json", "metrics.jsonl", "samples.npz")',
+     'kept_files = ("config.json", "metrics.jsonl")',
+     [f"{CO}::test_collect_add_keeps_each_runs_three_files_and_refuses_an_unfinished_one"], None),
+    ("tools/collect.py", 'setting(member[1]), member[1]["seed"]', 'setting(member[1]), -member[1]["seed"]',
+     [f"{CO}::test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order"], None),
+    ("tools/collect.py", "alone = seconds.get(config[\"model\"], {})", "alone = next(iter(seconds.values()), {})",
+     [f"{CO}::test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order"], None),
+    ("tools/collect.py", "return next(m[key] for m in history if m[\"step\"] == step)",
+     "return next(history[-1][key] for m in history if m[\"step\"] == step)",
+     [f"{CO}::test_collect_groups_and_readers_on_their_own"], None),
+    ("tools/collect.py", "steps = sorted(set.intersection(*[", "steps = sorted(set.union(*[",
+     [f"{CO}::test_collect_draws_each_setting_as_the_mean_over_seeds_at_the_steps_they_share"], None),
+    ("tools/collect.py", 'return ", ".join(str(config["seed"]) for _, config, _ in members)',
+     'return ",".join(str(config["seed"]) for _, config, _ in members)',
+     [f"{CO}::test_collect_groups_and_readers_on_their_own"], None),
+    ("tools/collect.py", "finals = [history[-1] for _, _, history in members]",
+     "finals = [history[0] for _, _, history in members]",
+     [f"{CO}::test_collect_table_averages_each_setting_over_its_seeds_by_split_and_composition"], None),
+    ("tools/collect.py", "beyond, most, times = [n for n in common if n > 3]",
+     "beyond, most, times = [n for n in common if n >= 3]",
+     [f"{CO}::test_collect_objects_table_averages_1_to_3_and_the_numbers_every_run_asked_beyond"], None),
+    ("tools/collect.py", "for n in common if n > 0 and (n > 3) == more])", "for n in common if (n > 3) == more])",
+     [f"{CO}::test_collect_objects_table_averages_1_to_3_and_the_numbers_every_run_asked_beyond"], None),
+    ("tools/collect.py", 'history[-1]["acc"]["111"] for _, _, history in members])',
+     'history[-1]["acc"]["111"] for _, _, history in members[:1]])',
+     [f"{CO}::test_collect_summary_gives_the_front_pages_rows_the_mean_of_111_over_seeds"], None),
+    ("tools/collect.py", 'return all(config["model"] == "objects"', 'return any(config["model"] == "objects"',
+     [f"{CO}::test_collect_groups_and_readers_on_their_own"], None),
+    ("tools/collect.py", "return (objects_table if of_objects(groups) else table)(groups, command)",
+     "return table(groups, command)",
+     [f"{CO}::test_collect_objects_table_averages_1_to_3_and_the_numbers_every_run_asked_beyond"], None),
+    ("tools/collect.py", 'where = "results/" + os.path.basename(os.path.normpath(folder))',
+     "where = folder",
+     [f"{CO}::test_collect_table_averages_each_setting_over_its_seeds_by_split_and_composition"], None),
+    ("tools/collect.py", 'clocked = ["--clock", clock] if clock else []', "clocked = []",
+     [f"{CO}::test_collect_write_names_its_command_draws_each_grid_and_the_curves"], None),
 ]
 
 
@@ -825,8 +996,8 @@ def copy_of_repository(folder):
     if not tracked:                                        # no git here: the files as they stand
         tracked = [os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(ROOT) for f in fs]
     for path in tracked:
-        if path.startswith(("results/", ".git")) or not os.path.exists(os.path.join(ROOT, path)):
-            continue
+        if path.startswith(("results/", ".git")) or not os.path.isfile(os.path.join(ROOT, path)):
+            continue                                # gone, or a linked folder (.cache: below)
         os.makedirs(os.path.join(folder, os.path.dirname(path)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, path), os.path.join(folder, path))
     if os.path.isdir(os.path.join(ROOT, ".cache")):

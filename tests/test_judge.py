@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 import data
 import judge
@@ -99,6 +100,59 @@ def test_a_wobbly_triangle_is_composed_but_not_precise():
     judged = judge.readings(wobbly, bits)
     assert judged["composed"].mean() >= 0.95
     assert judged["precise"].mean() <= 0.5          # the tight test rejects many of them
+
+
+def test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples():
+    """judge.evaluate's aggregates against their parts, on eight samples whose per-sample readings
+    are set by hand (judge.readings stood in) and whose five nearest real images are placed by
+    hand (one feature a sample, the references 1-5 apart from it): by composition over the codes
+    asked only, each split over its codes present, malformed over every sample, retrieval 1-NN by
+    the nearest, 5-NN by 3 of 5 (the boundary: 3 counts, 2 does not)."""
+    codes = ["000", "000", "000", "001", "011", "011", "111", "111"]
+    composed = [1, 0, 1, 1, 0, 1, 0, 1]
+    precise = [1, 0, 0, 1, 0, 1, 0, 0]
+    legible = [1, 1, 1, 1, 0, 1, 0, 1]
+    probe_factors = [[1, 1, 1], [1, 0, 1], [0, 1, 1], [1, 1, 1], [1, 1, 0], [1, 0, 0], [0, 0, 0],
+                     [1, 1, 1]]
+    nearest_right = [[1, 1, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1],
+                     [0, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 0, 1], [1, 1, 1, 0, 0]]
+    bits = np.array([data.code_to_bits(c) for c in codes])
+    images = np.zeros((8, 1, 1, 3), np.float32)
+    images[:, 0, 0, 0] = 100 * np.arange(8)                        # sample i sits at 100 i
+    reference = np.array([[100 * i + k + 1, 0, 0] for i in range(8) for k in range(5)])
+    reference_bits = np.array([b if right else 1 - b
+                               for b, row in zip(bits, nearest_right) for right in row])
+    judged = {"composed": np.array(composed, bool), "precise": np.array(precise, bool),
+              "legible": np.array(legible, bool), "probe_factors": np.array(probe_factors, bool)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(judge, "readings", lambda images, factors: judged)
+        patch.setattr(judge, "instruments", lambda: {
+            "reference": torch.as_tensor(reference, dtype=torch.float32),
+            "reference_bits": reference_bits})
+        patch.setattr(judge, "centred_pixels", lambda x: torch.as_tensor(x).flatten(1))
+        result = judge.evaluate(images, bits)
+    assert result["acc"] == pytest.approx({"000": 2 / 3, "001": 1, "011": 1 / 2, "111": 1 / 2})
+    assert result["fidelity"] == pytest.approx({"000": 1 / 3, "001": 1, "011": 1 / 2, "111": 0})
+    assert result["probe_acc"] == pytest.approx({"000": 2 / 3 * 2 / 3 * 1, "001": 1,
+                                                 "011": 1 * 1 / 2 * 0, "111": 1 / 2 ** 3})
+    assert (result["seen"], result["level1"], result["level2"]) == pytest.approx(
+        ((2 / 3 + 1) / 2, 1 / 2, 1 / 2))                        # 010 and 100 absent, 101, 110 too
+    assert result["malformed"] == pytest.approx(2 / 8)
+    assert result["retrieval_1nn"] == pytest.approx(5 / 8)             # samples 0, 2, 3, 5, 7
+    assert result["retrieval_5nn"] == pytest.approx(4 / 8)             # samples 0, 1, 3, 7
+
+
+def test_judge_gallery_agreement_counts_each_verdict_by_the_persons_label(tmp_path, monkeypatch):
+    """The agreement and its confusion table from six verdicts set by hand (judge.verdicts stood
+    in): rows are the person's labels, columns the judge's."""
+    person = np.array([0, 0, 1, 2, 2, 2])
+    said = np.array([0, 1, 1, 2, 0, 2])
+    np.savez(tmp_path / "gallery.npz", images=np.zeros((6, 1)), factors=np.zeros((6, 3)),
+             labels=person)
+    monkeypatch.setattr(judge, "verdicts", lambda images, factors: said)
+    agreement, confusion = judge.gallery_agreement(str(tmp_path / "gallery.npz"))
+    assert agreement == pytest.approx(4 / 6)
+    assert confusion.tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
 
 
 def test_split_means():

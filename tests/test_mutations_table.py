@@ -78,3 +78,16 @@ def test_every_method_function_of_every_generator_has_a_row(path):
             covered |= {name for name, _, _ in functions(path) if name.split(".")[0] == piece}
     missing = [name for name, _, _ in functions(path) if name not in covered | NO_METHOD]
     assert not missing, f"{path}: functions with no row in tests/mutations.py: {missing}"
+
+
+# The tools a result passes through (tools/) are held like the method: every function of each file
+# listed here has a row. A tool's file joins the list with its rows.
+TOOLS = ["tools/resample.py", "tools/collect.py"]
+TOOLS_NO_METHOD = {"main"}              # the command line: it only hands its flags to the functions
+
+
+@pytest.mark.parametrize("path", TOOLS)
+def test_every_function_of_every_tool_has_a_row(path):
+    missing = [name for name, _, _ in functions(path)
+               if name not in with_a_row(path) | TOOLS_NO_METHOD]
+    assert not missing, f"{path}: functions with no row in tests/mutations.py: {missing}"

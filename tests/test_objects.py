@@ -118,6 +118,44 @@ def test_objects_readings_count_found_asked_locations_and_extra_discs_apart():
     assert np.allclose(found, [1.0, 1.0, 2 / 3]) and extra.tolist() == [0, 1, 0]
 
 
+def test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_and_beyond(tmp_path):
+    """objects.evaluate's aggregates against their parts: per-sample readings known by their
+    number asked n and their place j among the two samples of that n (readings, the draw and the
+    locality readings stood in), averaged here by hand: by n, over 1-3 (trained: 0 is neither) and
+    over 4-10 (beyond: 3 is the last trained, 4 the first beyond)."""
+    _, args = objects.parse(["--samples-per-comp", "2", "--width", "16", "--depth", "1",
+                             "--heads", "2", "--sample-steps", "1", "--out", str(tmp_path)])
+    config = dict(vars(args), model=objects.MODEL)
+    runs.start_clock(config)
+    model, tokenizer = objects.build(config)
+    right = {(n, j): (n + j) % 3 == 0 for n in objects.ASKED for j in (0, 1)}
+    found = {(n, j): (n + 1 + 2 * j) / 40 for n in objects.ASKED for j in (0, 1)}
+    extra = {(n, j): 2 * n + 3 * j for n in objects.ASKED for j in (0, 1)}
+
+    def readings(images, positions):
+        places = [(len(p), [len(q) for q in positions[:i]].count(len(p)))
+                  for i, p in enumerate(positions)]                          # (n, j) of each
+        return tuple(np.array([table[place] for place in places])
+                     for table in (right, found, extra))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(objects, "readings", readings)
+        patch.setattr(objects, "draw", lambda model, tokenizer, config, values, present, g:
+                      torch.zeros(len(values), 32, 32, 3))
+        for name in ("locality", "pixel_locality"):
+            patch.setattr(objects, name, lambda *args, **kwargs: torch.tensor(0.5))
+        patch.setattr(objects, "save_grid", lambda *args: None)
+        metrics = objects.evaluate(model, tokenizer, config, 1, 0.0)
+
+    def mean(table, numbers):
+        return sum(table[n, j] for n in numbers for j in (0, 1)) / (2 * len(numbers))
+    for key, table in (("exact", right), ("found", found), ("extra", extra)):
+        assert metrics[key] == {str(n): pytest.approx(mean(table, [n])) for n in objects.ASKED}
+    assert metrics["trained"] == pytest.approx(mean(right, [1, 2, 3]))
+    assert metrics["beyond"] == pytest.approx(mean(right, range(4, 11)))
+    assert metrics["found_trained"] == pytest.approx(mean(found, [1, 2, 3]))
+    assert metrics["found_beyond"] == pytest.approx(mean(found, range(4, 11)))
+
+
 def test_objects_headline_and_report_print_exact_then_found(capsys):
     metrics = {"trained": 0.12, "found_trained": 0.34, "beyond": 0.56, "found_beyond": 0.78,
                "exact": {str(n): n / 20 for n in objects.ASKED},

@@ -134,3 +134,45 @@ def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one()
     want = [TOKENS * (steps - 1 - s) // steps for s in range(steps)]
     assert linear == want, \
         f"with schedule='linear', floor((1 - (s+1)/S) T) stay hidden: expected {want}, got {linear}"
+
+
+# ------------------------------------------------- the loss trains every weight of the real network
+def with_weights_drawn(model):
+    """model with every weight drawn from N(0, 0.2^2), away from adaLN-Zero's zero start (where a
+    zero gate or head passes no gradient back, rightly)."""
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.2 * torch.randn(p.shape, generator=generator))
+    return model
+
+
+def condition(n):
+    """values (n, 7) and present (n, 4): each factor group present in some rows, hidden in
+    others."""
+    present = (torch.arange(n)[:, None] + torch.arange(4)) % 3 != 0
+    return torch.randn(n, 7, generator=torch.Generator().manual_seed(8)), present
+
+
+def untrained(model, loss):
+    """What the loss's gradient does not reach: 'a, b, c and 4 more' of model's parameters."""
+    assert loss.requires_grad, \
+        "the loss carries no gradient: is it computed under torch.no_grad(), or detached?"
+    loss.backward()
+    missing = [name for name, p in model.named_parameters()
+               if p.grad is None or not p.grad.abs().sum() > 0]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return ", ".join(missing[:3]) + more
+
+
+def test_masked_loss_trains_every_weight_of_a_real_maskgit():
+    """On maskgit.py's own network the loss's gradient reaches every weight: the embedding, the
+    condition's (values and present as given), each block's and the head's."""
+    model = with_weights_drawn(maskgit.MaskGIT(VOCAB, width=32, depth=2, heads=4))
+    ids = torch.randint(VOCAB, (8, TOKENS), generator=torch.Generator().manual_seed(9))
+    values, present = condition(8)
+    loss = maskgit.masked_loss(model, ids, values, present, torch.Generator().manual_seed(10))
+    missing = untrained(model, loss)
+    assert not missing, \
+        f"the loss must train the whole network; no gradient reaches {missing}: hand the model " \
+        "the condition as given (values, present), and detach nothing on the way to the loss"

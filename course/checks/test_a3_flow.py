@@ -135,3 +135,45 @@ def test_sample_integrates_from_noise_to_the_predicted_image_along_a_straight_li
             f"exactly; wrong at t = {t[0]:.2f}"
     assert torch.allclose(out, target.expand_as(out), atol=1e-4), \
         "at t = 0 the sampler must land on the predicted x_0"
+
+
+# ------------------------------------------------- the loss trains every weight of the real network
+def with_weights_drawn(model):
+    """model with every weight drawn from N(0, 0.2^2), away from adaLN-Zero's zero start (where a
+    zero gate or head passes no gradient back, rightly)."""
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.2 * torch.randn(p.shape, generator=generator))
+    return model
+
+
+def condition(n):
+    """values (n, 7) and present (n, 4): each factor group present in some rows, hidden in
+    others."""
+    present = (torch.arange(n)[:, None] + torch.arange(4)) % 3 != 0
+    return torch.randn(n, 7, generator=torch.Generator().manual_seed(8)), present
+
+
+def untrained(model, loss):
+    """What the loss's gradient does not reach: 'a, b, c and 4 more' of model's parameters."""
+    assert loss.requires_grad, \
+        "the loss carries no gradient: is it computed under torch.no_grad(), or detached?"
+    loss.backward()
+    missing = [name for name, p in model.named_parameters()
+               if p.grad is None or not p.grad.abs().sum() > 0]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return ", ".join(missing[:3]) + more
+
+
+def test_flow_loss_trains_every_weight_of_a_real_dit():
+    """On dit.py's own network the loss's gradient reaches every weight: the token embedding, the
+    time's and the condition's (values and present as given), each block's and the head's."""
+    model = with_weights_drawn(dit.DiT(4, width=32, depth=2, heads=4))
+    x_0 = torch.randn(8, 64, 4, generator=torch.Generator().manual_seed(9))
+    values, present = condition(8)
+    loss = dit.flow_loss(model, x_0, values, present, torch.Generator().manual_seed(10))
+    missing = untrained(model, loss)
+    assert not missing, \
+        f"the loss must train the whole network; no gradient reaches {missing}: hand the model " \
+        "x_t, t and the condition as given, and detach nothing on the way to the loss"

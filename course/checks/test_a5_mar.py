@@ -140,3 +140,45 @@ def test_denoise_samples_the_right_spread():
         f"with the exact noise prediction for data ~ N(0, 0.5^2), DDPM's posterior steps must " \
         "give std 0.5; " \
         f"got mean {out.mean():.3f}, std {out.std():.3f} (check the posterior mean and variance)"
+
+
+# ------------------------------------------------- the loss trains every weight of the real network
+def with_weights_drawn(model):
+    """model with every weight drawn from N(0, 0.2^2), away from adaLN-Zero's zero start (where a
+    zero gate or head passes no gradient back, rightly)."""
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.2 * torch.randn(p.shape, generator=generator))
+    return model
+
+
+def condition(n):
+    """values (n, 7) and present (n, 4): each factor group present in some rows, hidden in
+    others."""
+    present = (torch.arange(n)[:, None] + torch.arange(4)) % 3 != 0
+    return torch.randn(n, 7, generator=torch.Generator().manual_seed(8)), present
+
+
+def untrained(model, loss):
+    """What the loss's gradient does not reach: 'a, b, c and 4 more' of model's parameters."""
+    assert loss.requires_grad, \
+        "the loss carries no gradient: is it computed under torch.no_grad(), or detached?"
+    loss.backward()
+    missing = [name for name, p in model.named_parameters()
+               if p.grad is None or not p.grad.abs().sum() > 0]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return ", ".join(missing[:3]) + more
+
+
+def test_masked_loss_trains_every_weight_of_a_real_mar_backbone_and_head():
+    """On mar.py's own network the loss's gradient reaches every weight, the transformer's as well
+    as the diffusion head's: z carries it back from the head into the transformer."""
+    model = with_weights_drawn(mar.MAR(4, width=32, depth=2, heads=4))
+    x = torch.randn(8, 64, 4, generator=torch.Generator().manual_seed(9))
+    values, present = condition(8)
+    loss = mar.masked_loss(model, x, values, present, torch.Generator().manual_seed(10))
+    missing = untrained(model, loss)
+    assert not missing, \
+        f"the loss must train the whole network; no gradient reaches {missing}: z must not be " \
+        "detached (then the head learns and the transformer never does), nor the condition dropped"

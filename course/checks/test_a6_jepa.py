@@ -41,7 +41,8 @@ def setting(monkeypatch):
     ids = torch.randint(VOCAB, (6, 64), generator=torch.Generator().manual_seed(1))
     mask = torch.rand(6, 64, generator=torch.Generator().manual_seed(2)) < 0.5
     monkeypatch.setattr(jepa_maskgit, "random_mask", lambda *args, **kwargs: mask.clone())
-    values, present = torch.zeros(6, 7), torch.ones(6, 4, dtype=torch.bool)
+    values = torch.randn(6, 7, generator=torch.Generator().manual_seed(4))
+    present = (torch.arange(6)[:, None] + torch.arange(4)) % 3 != 0   # each group hidden in some
     return model, target, predictors, ids, mask, values, present
 
 
@@ -70,17 +71,28 @@ def test_both_losses_follow_the_formula(setting):
         f"(mean squared error): expected {want_jepa.item():.5f}, got {jepa.item():.5f}"
 
 
-def test_the_target_gets_no_gradient_and_the_context_model_does(setting):
+def test_the_target_gets_no_gradient_and_every_part_of_the_context_model_does(setting):
     model, target, predictors, ids, _, values, present = setting
     target.requires_grad_(True)                               # so only stop-gradient can protect it
-    _, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
-                                       torch.Generator().manual_seed(3), LAYERS)
-    jepa.backward()
+    cross_entropy, jepa = jepa_maskgit.jepa_losses(model, target, predictors, ids, values, present,
+                                                   torch.Generator().manual_seed(3), LAYERS)
+    below = [(name, p) for name, p in model.named_parameters()          # all but the readout
+             if not name.startswith(("final_modulation", "head"))]
+    from_jepa = torch.autograd.grad(jepa, [p for _, p in below], allow_unused=True,
+                                    retain_graph=True)
+    (cross_entropy + jepa).backward()
     leaked = [name for name, p in target.named_parameters()
               if p.grad is not None and p.grad.abs().sum() > 0]
     assert not leaked, \
         f"stop-gradient: the target must get no gradient; it got one in {', '.join(leaked[:3])} ..."
-    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in predictors.parameters()), \
-        "every predictor must get a gradient from the JEPA loss"
-    assert model.blocks[0].modulation.weight.grad.abs().sum() > 0, \
-        "the JEPA loss must reach the context model's blocks (it shapes its hidden states)"
+    parts = [*(("predictors." + n, p) for n, p in predictors.named_parameters()),
+             *model.named_parameters()]
+    unreached = [name for name, p in parts if p.grad is None or not p.grad.abs().sum() > 0]
+    assert not unreached, \
+        "the two losses must train every weight of the context model and of the predictors; no " \
+        f"gradient reaches {', '.join(unreached[:3])}{' ...' * (len(unreached) > 3)}"
+    unshaped = [name for (name, _), g in zip(below, from_jepa)
+                if g is None or not g.abs().sum() > 0]
+    assert not unshaped, \
+        "the JEPA loss must reach the context model through the predicted layers' hidden states " \
+        f"(do not detach them); it gives no gradient to {', '.join(unshaped[:3])} ..."

@@ -1,0 +1,322 @@
+"""tools/collect.py against known answers: a results folder of hand-made runs (their configs,
+metrics and samples written here, every number chosen so that the table's cells can be worked out
+by hand), and each function on its own: the rows it reads, how it groups them (by setting, seeds in
+order), how it averages (by composition and split, over seeds, over the numbers asked) and how it
+rounds. The folder holds two seeds of one setting, one of another, one run of another model and
+one not yet evaluated (no samples.npz); objects.py's runs, another table, are a second folder."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import collect  # noqa: E402
+
+COMMIT = {"aaaa": "a" * 40, "bbbb": "b" * 40}
+
+
+def provenance(commit):
+    return {"commit": COMMIT[commit], "uncommitted_changes": False}
+
+
+def shapes2d(step, composed, seconds, malformed=0.0, fidelity=0.25, probe=0.75, level2=None):
+    """A metrics line: composed for every code but 111, level2 for 111 (and the split)."""
+    level2 = composed if level2 is None else level2
+    acc = {c: level2 if c == "111" else composed for c in data.COMPOSITIONS}
+    return {"step": step, "loss": 1.0, "seconds": seconds, "acc": acc,
+            "fidelity": {c: fidelity for c in data.COMPOSITIONS},
+            "probe_acc": {c: probe for c in data.COMPOSITIONS},
+            "seen": composed, "level1": composed, "level2": level2, "malformed": malformed}
+
+
+def write_run(folder, config, history, **samples):
+    os.makedirs(folder)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f)
+    with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(m) + "\n" for m in history)
+    if samples:
+        np.savez_compressed(os.path.join(folder, "samples.npz"), **samples)
+
+
+SHAPES = {"images": np.zeros((8, 32, 32, 3), np.uint8),
+          "factors": np.array([data.code_to_bits(c) for c in data.COMPOSITIONS])}
+RUNS = {      # name: (config, history); dit's two seeds reach level-2 50% at steps 4 and 2
+    "dit": ({"model": "dit", "seed": 0, "provenance": provenance("aaaa")},
+            [shapes2d(2, 0.1, 60, level2=0.3), shapes2d(4, 0.5, 144, 0.1, level2=0.6)]),
+    "dit-seed1": ({"model": "dit", "seed": 1, "provenance": provenance("bbbb")},
+                  [shapes2d(2, 0.2, 30, level2=0.5),
+                   shapes2d(4, 0.7, 90, 0.3, fidelity=0.45, level2=0.8)]),
+    "dit-dropout": ({"model": "dit", "seed": 0, "cond": "dropout"},          # no provenance
+                    [shapes2d(4, 0.4, 100, level2=0.95)]),
+    "maskgit": ({"model": "maskgit", "seed": 0, "provenance": provenance("aaaa")},
+                [shapes2d(4, 0.9, 200, level2=0.1)]),
+}
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory):
+    """The results folder (runs kept by collect.add), rebuilt once: (folder, groups, table.md)."""
+    made = tmp_path_factory.mktemp("made")
+    for name, (config, history) in RUNS.items():
+        write_run(made / name, config, history, **SHAPES)
+    write_run(made / "dit-early", {"model": "dit", "seed": 2}, [])        # not evaluated yet
+    folder = tmp_path_factory.mktemp("results") / "ladder"
+    collect.add(str(folder), [str(made / name) for name in RUNS])
+    os.makedirs(folder / "runs" / "dit-early")
+    for name in ("config.json", "metrics.jsonl"):
+        os.replace(made / "dit-early" / name, folder / "runs" / "dit-early" / name)
+    groups, written = collect.write(str(folder))
+    return folder, groups, written
+
+
+def rows(written, first):
+    """The cells of each table row under the heading that starts with `first`: {name: [cells]}."""
+    section = written.split(first, 1)[1].split("\n## ", 1)[0]
+    found = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            found.setdefault(cells[0].strip("`"), []).append(cells[1:])
+    return found
+
+
+# --------------------------------------------------------------------- the folder and its groups
+def test_collect_add_keeps_each_runs_three_files_and_refuses_an_unfinished_one(tmp_path):
+    config, history = RUNS["dit"]
+    write_run(tmp_path / "made" / "dit", config, history, **SHAPES)
+    (tmp_path / "made" / "dit" / "ckpt.pt").write_bytes(b"not kept")
+    collect.add(str(tmp_path / "kept"), [str(tmp_path / "made" / "dit") + "/"])
+    assert sorted(os.listdir(tmp_path / "kept" / "runs" / "dit")) == [
+        "config.json", "metrics.jsonl", "samples.npz"]
+    write_run(tmp_path / "half", config, history)                         # not evaluated yet
+    with pytest.raises(SystemExit, match="half is not a finished run \\(no samples.npz\\)"):
+        collect.add(str(tmp_path / "kept"), [str(tmp_path / "half")])
+
+
+def test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order(ladder):
+    folder, groups, _ = ladder
+    assert {name: [member[0] for member in members] for name, members in groups.items()} == {
+        "maskgit.py": ["maskgit"], "dit.py": ["dit", "dit-seed1"],
+        "dit.py --cond dropout": ["dit-dropout"]}                    # dit-early: not evaluated
+    assert list(groups) == ["maskgit.py", "dit.py", "dit.py --cond dropout"]
+    _, config, history = groups["dit.py"][1]
+    assert config["seed"] == 1 and [m["step"] for m in history] == [2, 4]
+    assert all(np.isnan(m["seconds"]) for m in history)          # shared the machine: steps only
+    clocked = collect.load(str(folder), "dit")                       # dit had the machine alone
+    assert [m["seconds"] for m in clocked["dit.py"][1][2]] == [60, 144]
+    assert np.isnan(clocked["maskgit.py"][0][2][0]["seconds"])     # another model: not clocked
+    with pytest.raises(SystemExit, match="--clock nobody: no run of that name"):
+        collect.load(str(folder), "nobody")
+
+
+def test_collect_groups_and_readers_on_their_own():
+    history = RUNS["dit"][1]
+    assert collect.reading_at(history, "level2", 4) == 0.6 and collect.reading_at(
+        history, "seen", 2) == 0.1
+    members = [("a", {"seed": 0, "provenance": provenance("aaaa")}, []),
+               ("b", {"seed": 1, "provenance": provenance("bbbb")}, []),
+               ("c", {"seed": 2, "provenance": provenance("bbbb")}, [])]
+    assert collect.seeds_of(members) == "0, 1, 2"
+    assert collect.commits(members) == "aaaaaaa (seed 0), bbbbbbb (seeds 1, 2)"
+    assert collect.commits(members[1:]) == "bbbbbbb"
+    assert collect.of_objects({"o": [("o", {"model": "objects"}, [])]})
+    assert not collect.of_objects({"o": [("o", {"model": "objects"}, [])],
+                                   "d": [("d", {"model": "dit"}, [])]})
+
+
+def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
+    config = {**collect.defaults("maskgit"), "model": "maskgit", "seed": 0, "out": "runs/x"}
+    assert collect.setting(config) == "maskgit.py"
+    assert (collect.setting({**config, "lr": 3e-4, "label_smoothing": 0.1})
+            == "maskgit.py --label-smoothing 0.1 --lr 0.0003")
+    new = {"model": "dit", "cond": "continuous", "time_dist": "logit-normal"}
+    assert collect.setting(new) == "dit.py"
+    assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
+    assert collect.setting({**new, "resampled_from": "runs/dit"}) == "dit.py (resampled)"
+    # a model's own knobs and a longer run are settings of their own, not more seeds of the default
+    # a flag whose default follows another's is named where the command needs it: ar.py's tokenizer
+    ar = {"model": "ar", "head": "gmm", "tokenizer": "pixels"}
+    assert collect.setting(ar) == "ar.py --head gmm"
+    assert (collect.setting({**ar, "tokenizer": "codebook"})
+            == "ar.py --head gmm --tokenizer codebook")
+    assert collect.setting({**ar, "head": "categorical", "tokenizer": "codebook"}) == "ar.py"
+    givt = {**collect.defaults("givt"), "model": "givt", "seed": 3}
+    assert collect.setting(givt) == "givt.py"
+    assert collect.setting({**givt, "components": 16, "temperature": 0.0, "steps": 5000}) == \
+        "givt.py --components 16 --steps 5000 --temperature 0.0"
+    assert collect.setting({**givt, "mask_schedule": "linear"}) == "givt.py --mask-schedule linear"
+    jepa = {**collect.defaults("jepa_maskgit"), "model": "jepa_maskgit", "seed": 0}
+    assert collect.setting({**jepa, "jepa_layers": [1, 3]}) == "jepa_maskgit.py --jepa-layers 1,3"
+    assert collect.setting({"model": "maskgit", "factored_head": True}) == \
+        "maskgit.py --factored-head"
+
+
+def test_collect_defaults_are_the_scripts_own_flags_but_seed_folder_and_device():
+    import dit
+    given = collect.defaults("dit", ["--cond", "discrete"])
+    assert given["cond"] == "discrete" and given["lr"] == dit.DEFAULTS["lr"] != 1e-3
+    assert not {"seed", "out", "resume", "device", "keep_checkpoints"} & set(given)
+
+
+def test_collect_reads_a_runs_commit_from_its_provenance():
+    clean = {"commit": "0fc5ff413793fdb4eb18be1b64c0fd2222720d84", "uncommitted_changes": False}
+    assert collect.commit({"provenance": clean}) == "0fc5ff4"
+    assert (collect.commit({"provenance": {**clean, "uncommitted_changes": True}})
+            == "0fc5ff4 (uncommitted changes)")
+    assert collect.commit({}) == collect.NOT_RECORDED          # a config.json made by other code
+
+
+# ------------------------------------------------------------------------- averages and rounding
+def test_collect_mean_std_is_over_seeds_with_the_std_divided_by_n_and_rounds_as_asked():
+    assert collect.mean_std([0.1, 0.2, 0.6]) == "30.0 ± 21.6"           # sqrt(1400 / 3)
+    assert collect.mean_std([0.5, 0.7]) == "60.0 ± 10.0"                # not ± 14.1 (n - 1)
+    assert collect.mean_std([0.123]) == "12.3"                          # one seed: no spread
+    assert collect.mean_std([0.5, None, float("nan")]) == "50.0"        # missing left out
+    assert collect.mean_std([None]) == "-"
+    assert collect.mean_std([0.5, 1.5], 1) == "1.0 ± 0.5"
+    assert collect.mean_std([0.854, 0.8], 100, 0) == "83 ± 3"
+    assert collect.minutes(2.26) == "2.3 min" and collect.minutes(float("nan")) == "-"
+
+
+def test_collect_time_to_composition_is_the_first_evaluation_at_or_above_the_mark():
+    history = [{"step": 10, "level2": 0.2, "seconds": 60}, {"step": 20, "level2": 0.5,
+                                                            "seconds": 120},
+               {"step": 40, "level2": 0.95, "seconds": 300}]
+    assert collect.first_reaching(history, 0.5) == (20, 2.0)                # 0.5 reaches 50%
+    assert collect.first_reaching(history, 0.9) == (40, 5.0)
+    assert collect.first_reaching(history, 0.99) is None
+    later = [{"step": 40, "level2": 0.6, "seconds": 240}]
+    assert collect.mean_reaching([history, later], 0.5) == "30 (3.0 min), 2 of 2 seeds"
+    assert collect.mean_reaching([history, later], 0.9) == "40 (5.0 min), 1 of 2 seeds"
+    assert collect.mean_reaching([history, later], 0.99) == "not reached"
+    untimed = [{**m, "seconds": float("nan")} for m in later]
+    assert collect.mean_reaching([history, untimed], 0.5) == "30, 2 of 2 seeds"
+
+
+# ------------------------------------------------------------------------------- the table
+def test_collect_table_averages_each_setting_over_its_seeds_by_split_and_composition(ladder):
+    folder, _, written = ladder
+    assert written == (folder / "table.md").read_text()
+    assert written.startswith("Rebuilt by `python tools/collect.py results/ladder` from the kept")
+    readings = rows(written, "## The three readings")
+    # dit's seeds: composed 0.5 and 0.7 (111: 0.6, 0.8), fidelity 0.25 and 0.45, probe 0.75 both
+    (dit,), (dropout,), (maskgit,) = (readings[n] for n in ("dit.py", "dit.py --cond dropout",
+                                                            "maskgit.py"))
+    assert dit[:6] == ["0, 1", "4", "60.0 ± 10.0 / 35.0 ± 10.0 / 75.0 ± 0.0",
+                       "60.0 ± 10.0 / 35.0 ± 10.0 / 75.0 ± 0.0",
+                       "70.0 ± 10.0 / 35.0 ± 10.0 / 75.0 ± 0.0", "20.0 ± 10.0"]
+    assert dit[6:14] == ["60.0 ± 10.0"] * 7 + ["70.0 ± 10.0"]           # 000 ... 110, then 111
+    assert dit[14:] == [collect.PAPER["dit.py"], "aaaaaaa (seed 0), bbbbbbb (seed 1)"]
+    assert dropout[:6] == ["0", "4", "40.0 / 25.0 / 75.0", "40.0 / 25.0 / 75.0",
+                           "95.0 / 25.0 / 75.0", "0.0"]
+    assert dropout[-1] == collect.NOT_RECORDED and maskgit[-1] == "aaaaaaa"
+    assert list(readings) == ["maskgit.py", "dit.py", "dit.py --cond dropout"]
+
+
+def test_collect_time_to_composition_per_seed_and_their_mean(ladder):
+    folder, _, written = ladder
+    timing = rows(written, "## Time to composition")["dit.py"]
+    assert timing == [["0", "4", "not by step 4", "60.0", "[samples](runs/dit/samples.png)",
+                       "aaaaaaa"],
+                      ["1", "2", "not by step 4", "80.0",
+                       "[samples](runs/dit-seed1/samples.png)", "bbbbbbb"],
+                      ["mean", "3, 2 of 2 seeds", "not reached", "70.0 ± 10.0", "",
+                       "aaaaaaa (seed 0), bbbbbbb (seed 1)"]]
+    assert rows(written, "## Time to composition")["dit.py --cond dropout"][0][1:3] == ["4", "4"]
+    clocked = collect.text(collect.load(str(folder), "dit"), "python tools/collect.py x")
+    timing = rows(clocked, "## Time to composition")["dit.py"]    # dit alone: 144 s, 30 s at 2
+    assert [row[1] for row in timing] == ["4 (2.4 min)", "2 (1.0 min)", "3 (1.7 min), 2 of 2 seeds"]
+
+
+def test_collect_write_names_its_command_draws_each_grid_and_the_curves(ladder, tmp_path):
+    folder, groups, _ = ladder
+    for name in RUNS:
+        assert (folder / "runs" / name / "samples.png").stat().st_size > 3000
+    assert (folder / "novel.png").stat().st_size > 3000
+    _, written = collect.write(str(folder), clock="dit")
+    assert written.startswith("Rebuilt by `python tools/collect.py results/ladder --clock dit`")
+
+
+class Axes:
+    """A stand-in for matplotlib's axes and figure: records ax.plot, accepts the rest."""
+
+    def __init__(self, lines=None):
+        self.lines = [] if lines is None else lines
+
+    def plot(self, steps, values, style, **kwargs):
+        self.lines.append((list(steps), [round(v, 6) for v in values], style, kwargs.get("label")))
+
+    def __getattr__(self, name):
+        return Axes(self.lines)
+
+    def __call__(self, *args, **kwargs):
+        return Axes(self.lines)
+
+
+def test_collect_draws_each_setting_as_the_mean_over_seeds_at_the_steps_they_share(ladder,
+                                                                                    monkeypatch):
+    _, groups, _ = ladder
+    import matplotlib.pyplot as plt
+    axes = Axes()
+    monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
+        "rcParams": plt.rcParams, "subplots": staticmethod(lambda **k: (Axes(), axes)),
+        "close": staticmethod(lambda fig: None)}))
+    shorter = {"dit.py": [*groups["dit.py"][:1],
+                          ("x", groups["dit.py"][1][1], groups["dit.py"][1][2][1:])]}
+    collect.draw("unused.png", {**groups, **shorter})
+    assert axes.lines == [
+        ([4], [10.0], "-", "maskgit.py (1 seed)"), ([4], [90.0], "--", None),
+        ([4], [70.0], "-", "dit.py (2 seeds)"), ([4], [60.0], "--", None),   # step 2: one seed
+        ([4], [95.0], "-", "dit.py --cond dropout (1 seed)"), ([4], [40.0], "--", None)]
+
+
+def test_collect_summary_gives_the_front_pages_rows_the_mean_of_111_over_seeds(ladder):
+    _, groups, _ = ladder
+    assert collect.summary(groups) == [
+        "| MaskGIT (`maskgit.py`) | categorical: cross-entropy over codebook ids | 10.0 |",
+        "| DiT (`dit.py`) | continuous: diffusion of all patches | 70.0 |"]
+
+
+# ------------------------------------------------------------------------- objects.py's table
+def objects_metrics(step, exact, found, extra, locality, numbers):
+    return {"step": step, "loss": 1.0, "seconds": 10.0,
+            "exact": {str(n): exact(n) for n in numbers},
+            "found": {str(n): found(n) for n in numbers},
+            "extra": {str(n): extra(n) for n in numbers},
+            "locality": {t: locality for t in ("0.2", "0.5", "0.8")},
+            "locality_within_reach": {t: locality + 0.1 for t in ("0.2", "0.5", "0.8")},
+            "pixel_locality": {t: locality - 0.1 for t in ("0.2", "0.5", "0.8")},
+            "trained": 0.5, "beyond": 0.25}
+
+
+def test_collect_objects_table_averages_1_to_3_and_the_numbers_every_run_asked_beyond(tmp_path):
+    """Seed 0 asked 0-10, seed 1 0-8: the spans read 1-3 and 4-8 (not 4-10), each number asked
+    equally often, so the mean of its shares; the most asked is 8."""
+    samples = {"images": np.zeros((2, 32, 32, 3), np.uint8), "counts": np.array([1, 2]),
+               "points": np.full((2, 2, 2), 8.0)}
+    write_run(tmp_path / "runs" / "objects", {"model": "objects", "seed": 0},
+              [objects_metrics(4, lambda n: n / 20, lambda n: 1 - n / 40, lambda n: n / 4, 0.9,
+                               range(11))], **samples)
+    write_run(tmp_path / "runs" / "objects-seed1", {"model": "objects", "seed": 1},
+              [objects_metrics(4, lambda n: n / 10, lambda n: 1 - n / 20, lambda n: n / 2, 0.8,
+                               range(9))], **samples)
+    groups, written = collect.write(str(tmp_path))
+    assert collect.of_objects(groups)
+    head = next(line for line in written.splitlines() if line.startswith("| setting"))
+    assert "| 1-3 exact / found | 4-8 exact / found | 8 asked: found (%) / extra |" in head
+    (cells,) = rows(written, "## Drawn exactly")["objects.py"]
+    assert cells[:2] == ["0, 1", "4"]
+    assert cells[2:13] == ["0.0 ± 0.0", "7.5 ± 2.5", "15.0 ± 5.0", "22.5 ± 7.5", "30.0 ± 10.0",
+                           "37.5 ± 12.5", "45.0 ± 15.0", "52.5 ± 17.5", "60.0 ± 20.0",
+                           "45.0", "50.0"]                               # 9 and 10: seed 0 alone
+    assert cells[13:16] == ["15.0 ± 5.0 / 92.5 ± 2.5", "45.0 ± 15.0 / 77.5 ± 7.5",
+                            "70.0 ± 10.0 / 3.0 ± 1.0"]
+    assert cells[16:19] == [" / ".join(["85 ± 5"] * 3), " / ".join(["95 ± 5"] * 3),
+                            " / ".join(["75 ± 5"] * 3)]
+    assert cells[19:] == [collect.PAPER["objects.py"], collect.NOT_RECORDED]

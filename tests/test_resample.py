@@ -1,0 +1,108 @@
+"""tools/resample.py against known answers: which settings it lets change and how it reads their
+values (parse_settings), and what a resampled run folder holds (resample): the run's own samples
+when nothing changes, the new setting where one does, the trained run's loss, step and provenance,
+its wall time plus the sampling's. The runs are the session's tiny runs (tests/conftest.py)."""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import resample  # noqa: E402
+
+
+def test_resample_parse_settings_reads_each_value_with_the_scripts_own_parser():
+    import dit
+    import mar
+    assert resample.parse_settings(dit, ["sample_steps=50"]) == {"sample_steps": 50}
+    assert resample.parse_settings(dit, ["sample-steps=3"]) == {"sample_steps": 3}   # flag's name
+    assert resample.parse_settings(mar, ["temperature=0.5", "diffusion_steps=7"]) == {
+        "temperature": 0.5, "diffusion_steps": 7}
+    assert resample.parse_settings(mar, []) == {}
+    with pytest.raises(SystemExit) as refused:
+        resample.parse_settings(dit, ["width=8"])
+    assert str(refused.value.code) == ("error: --set 'width=8': dit samples with sample_steps; "
+                                       "'width' is not one of them")
+    with pytest.raises(SystemExit, match="'sample_steps=0': --sample-steps must be a positive"):
+        resample.parse_settings(dit, ["sample_steps=0"])
+
+
+def test_resample_keeps_the_runs_step_loss_and_provenance_and_adds_the_sampling_time(tmp_path,
+                                                                                    tiny_run,
+                                                                                    monkeypatch):
+    for picture in ("save_samples_png", "save_curves_png"):          # not read here: not drawn
+        monkeypatch.setattr(resample.runs, picture, lambda *args, **kwargs: None)
+    run = tmp_path / "run"                          # the session's tiny run (4 steps, evaluated
+    shutil.copytree(tiny_run("dit.py"), run)        # at 4), as if its 4 steps had taken 1000 s
+    last = {**json.loads((run / "metrics.jsonl").read_text().splitlines()[-1]), "seconds": 1000.0}
+    (run / "metrics.jsonl").write_text(json.dumps(last) + "\n")
+    same = tmp_path / "same"
+    metrics = resample.resample(str(run), str(same), [])
+    assert (np.load(same / "samples.npz")["images"] == np.load(run / "samples.npz")["images"]).all()
+    [line] = [json.loads(x) for x in (same / "metrics.jsonl").read_text().splitlines()]
+    assert line == metrics and line["step"] == 4 and line["loss"] == last["loss"]
+    assert line["acc"] == last["acc"]                             # the same samples, judged alike
+    assert 1000 <= line["seconds"] < 1060                    # the run's time, then the sampling's
+    changed = tmp_path / "changed"
+    resample.resample(str(run), str(changed), ["sample_steps=3"])
+    config = json.loads((changed / "config.json").read_text())
+    trained = json.loads((run / "config.json").read_text())
+    assert config["sample_steps"] == 3 and trained["sample_steps"] != 3
+    assert {k: v for k, v in config.items() if k not in ("sample_steps", "out", "resampled_from",
+                                                         "resample_provenance", "clock")} == \
+        {k: v for k, v in trained.items() if k not in ("sample_steps", "out", "clock")}
+    assert config["out"] == str(changed) and config["resampled_from"] == str(run)
+    assert config["resample_provenance"]["commit"] == trained["provenance"]["commit"]
+    assert (np.load(changed / "samples.npz")["images"] != np.load(run / "samples.npz")["images"]
+            ).any()
+    with pytest.raises(SystemExit, match="already holds metrics.jsonl; choose a new --out"):
+        resample.resample(str(run), str(changed), [])
+    unrecorded = tmp_path / "unrecorded"                  # a checkpoint whose evaluation was lost
+    shutil.copytree(run, unrecorded)
+    (unrecorded / "metrics.jsonl").write_text("")
+    line = resample.resample(str(unrecorded), str(tmp_path / "from-unrecorded"), [])
+    assert np.isnan(line["loss"]) and line["seconds"] < 60
+
+
+@pytest.mark.parametrize("script, change",
+                         [("givt.py", "mixture_temperature=0"),
+                          ("jepa_maskgit.py", "sample_steps=3"), ("mar.py", "diffusion_steps=3"),
+                          ("ar.py", "temperature=0")])
+def test_resample_redraws_a_run_and_changes_only_what_it_is_told(tmp_path, tiny_run, capsys, script,
+                                                                  change):
+    out = tiny_run(script)                                 # 4 steps, evaluated at 4; only read here
+    same, changed = tmp_path / "same", tmp_path / "changed"
+    resample.main([str(out), "--out", str(same)])
+    original, redrawn = np.load(out / "samples.npz"), np.load(same / "samples.npz")
+    assert (original["images"] == redrawn["images"]).all()  # nothing changed: the run's own samples
+    resample.main([str(out), "--out", str(changed), "--set", change])
+    assert (np.load(changed / "samples.npz")["images"] != original["images"]).any()
+    key, value = change.split("=")
+    config = json.loads((changed / "config.json").read_text())
+    assert float(config[key]) == float(value) and config["resampled_from"] == str(out)
+    trained = json.loads((out / "config.json").read_text())["provenance"]
+    assert config["provenance"] == trained and config["resample_provenance"]["commit"]
+    [line] = [json.loads(x) for x in (changed / "metrics.jsonl").read_text().splitlines()]
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert line["step"] == 4 and line["loss"] == last["loss"]
+    capsys.readouterr()
+    bad, empty = (("temperature=-1", "must be a number >= 0"),
+                  ("temperature", "invalid float value: ''")) \
+        if script == "ar.py" else (("sample_steps=0", "a positive integer"),
+                                   ("sample_steps", "invalid int value: ''"))
+    for argv, said in (([str(out), "--out", str(tmp_path / "x"), "--set", "width=8"],
+                        "'width' is not one of them"),
+                       ([str(out), "--out", str(tmp_path / "x"), "--set", bad[0]], bad[1]),
+                       ([str(out), "--out", str(tmp_path / "x"), "--set", empty[0]], empty[1]),
+                       ([str(out), "--out", str(changed)], "already holds metrics.jsonl")):
+        with pytest.raises(SystemExit) as exit:
+            resample.main(argv)
+        assert said in str(exit.value.code)
+    assert not (tmp_path / "x").exists()
+    if script in ("givt.py", "jepa_maskgit.py"):         # the masked models' order, checked by name
+        with pytest.raises(SystemExit, match="invalid choice: 'confidance'"):
+            resample.main([str(out), "--out", str(tmp_path / "x"), "--set", "unmask=confidance"])
