@@ -162,8 +162,8 @@ class TrainingData:
             bits = np.array([code_to_bits(code) for code in SEEN])[draw.integers(len(SEEN),
                                                                                  size=size)]
             latents = sample_latents(bits, draw)
-            tokens = self.encode(to_device(render(latents), self.device))
-            latents = to_device(latents, self.device)
+            images, latents = to_device([render(latents), latents], self.device)
+            tokens = self.encode(images)
         return (tokens, *conditioning(latents, self.cond, self.cond_drop, rng))
 
 
@@ -223,13 +223,16 @@ def conditioning(latents, mode, drop_prob=0.1, rng=None, train=True):
     return values, present
 
 
-def to_device(array, device):
-    """A host array (numpy or torch) as a tensor on device: on a GPU through pinned memory, so that
-    the copy runs beside the work already queued and the host does not wait for it."""
-    tensor, device = torch.as_tensor(array), torch.device(device)
+def to_device(arrays, device):
+    """Host arrays (numpy or torch) as float32 tensors on device, in one copy: a step made on the
+    host crosses once; on a GPU from pinned memory, so that the host does not wait for it."""
+    parts, device = [torch.as_tensor(a, dtype=torch.float32) for a in arrays], torch.device(device)
+    flat = torch.cat([part.reshape(-1) for part in parts])
     if device.type == "cuda":
-        tensor = tensor.pin_memory()
-    return tensor.to(device, non_blocking=device.type != "cpu")
+        flat = flat.pin_memory()
+    flat = flat.to(device, non_blocking=device.type == "cuda")
+    return [piece.view(part.shape) for piece, part in
+            zip(flat.split([part.numel() for part in parts]), parts)]
 
 
 def save_to_cache(state, path):

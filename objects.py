@@ -162,14 +162,28 @@ def build(config):
 
 
 # ------------------------------------------------------- the condition and the locality readings
-def padded(positions, device="cpu"):
+def padded(positions, device="cpu", filled=None):
     """A list of (n_i, 2) position arrays -> points (B, K, 2) and present (B, K) on device, K the
-    largest n_i; an absent location's point is (0, 0)."""
+    largest n_i; an absent location's point is (0, 0). filled: padded_on_host(positions), already
+    on the device."""
+    if filled is None:
+        (filled,) = data.to_device([padded_on_host(positions)], device)
+    return filled.nan_to_num(0.0), ~filled[..., 0].isnan()
+
+
+def on_device(images, positions, device):
+    """A training batch's images (B, H, W, 3) and its told positions, padded (points, present), on
+    device: one copy from the host."""
+    images, filled = data.to_device([images, padded_on_host(positions)], device)
+    return (images, *padded(positions, filled=filled))
+
+
+def padded_on_host(positions):
+    """The positions in one (B, K, 2) tensor on the host, NaN where a row asks fewer than K."""
     filled = torch.full((len(positions), max([len(p) for p in positions] + [1]), 2), torch.nan)
     for i, p in enumerate(positions):
         filled[i, :len(p)] = torch.as_tensor(p)
-    filled = data.to_device(filled, device)     # filled on the host, one copy: NaN marks absence
-    return filled.nan_to_num(0.0), ~filled[..., 0].isnan()
+    return filled
 
 
 def told(positions, cond, rng):
@@ -259,10 +273,9 @@ def train(config):
     for step in tqdm(range(start, config["steps"]), NAME, config["steps"], initial=start):
         # new images each step, placed and rendered on the host, then copied without a wait
         draws = np.random.default_rng(int(torch.randint(2 ** 62, (1,), generator=placing)))
-        positions, images = objects_world.training_batch(COUNTS, config["batch_size"], draws,
-                                                         device)
+        positions, images = objects_world.training_batch(COUNTS, config["batch_size"], draws)
+        images, values, present = on_device(images, told(positions, config["cond"], draws), device)
         batch = tokenizer.encode(images)                                    # (B, T, C)
-        values, present = padded(told(positions, config["cond"], draws), device)
         for group in optimizer.param_groups:                            # warm-up, then the schedule
             group["lr"] = runs.learning_rate(config, step)
         with runs.autocast(device):                                         # bf16 or fp16 on a GPU

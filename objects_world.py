@@ -40,12 +40,12 @@ def render_objects(positions):
     return images
 
 
-def training_batch(counts, size, draws, device):
+def training_batch(counts, size, draws):
     """size new training images, each of a number of discs drawn from counts, placed by draws (a
-    numpy Generator) and rendered on the host, then copied to device: (positions, a list of (n, 2)
-    arrays; images (B, H, W, 3))."""
+    numpy Generator) and rendered on the host: (positions, a list of (n, 2) arrays; images
+    (B, H, W, 3))."""
     positions = sample_positions(draws.choice(counts, size), draws)
-    return positions, data.to_device(render_objects(positions), device)
+    return positions, render_objects(positions)
 
 
 # ---------------------------------------------------------------- counting the discs drawn

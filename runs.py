@@ -114,21 +114,8 @@ def script(name):
 
 # ---------------------------------------------------------------------------------- start
 def start_run(parser, args, name):
-    """Validate flags, pick the device, guard the run folder, write config.json. A count (a flag
-    whose default is a positive integer) must be a positive integer, and a number whose default is
-    >= 0 (a rate, a temperature, a weight) a finite number >= 0."""
-    if not (args.lr > 0 and math.isfinite(args.lr)):
-        parser.error(f"--lr must be a positive number, got {args.lr}")
-    if not 0 <= args.ema_decay < 1:
-        parser.error(f"--ema-decay must be in [0, 1), got {args.ema_decay}")
-    if not 0 <= vars(args).get("cond_drop", 0) < 1:
-        parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
-    for key, value in vars(args).items():
-        default, flag = parser.get_default(key), f"--{key.replace('_', '-')}"
-        if type(default) is int and default > 0 and value < 1:
-            parser.error(f"{flag} must be a positive integer, got {value}")
-        if type(default) is float and default >= 0 and not (value >= 0 and math.isfinite(value)):
-            parser.error(f"{flag} must be a number >= 0, got {value}")
+    """Validate flags (check_values), pick the device, guard the run folder, write config.json."""
+    check_values(parser, args)
     if args.eval_every > args.steps:
         parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
     args.device = resolve_device(args.device)
@@ -148,6 +135,24 @@ def start_run(parser, args, name):
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(dict(config, provenance=provenance(args.device)), f, indent=2)
     return config
+
+
+def check_values(parser, args):
+    """Refuse, naming the flag and its value: a rate that is not positive, a decay or a dropout
+    outside [0, 1); a count (a flag whose default is a positive integer) that is not a positive
+    integer; and a number whose default is >= 0 (a temperature, a weight) that is not one."""
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        parser.error(f"--lr must be a positive number, got {args.lr}")
+    if not 0 <= args.ema_decay < 1:
+        parser.error(f"--ema-decay must be in [0, 1), got {args.ema_decay}")
+    if not 0 <= vars(args).get("cond_drop", 0) < 1:
+        parser.error(f"--cond-drop must be in [0, 1), got {args.cond_drop}")
+    for key, value in vars(args).items():
+        default, flag = parser.get_default(key), f"--{key.replace('_', '-')}"
+        if type(default) is int and default > 0 and value < 1:
+            parser.error(f"{flag} must be a positive integer, got {value}")
+        if type(default) is float and default >= 0 and not (value >= 0 and math.isfinite(value)):
+            parser.error(f"{flag} must be a number >= 0, got {value}")
 
 
 def provenance(device):

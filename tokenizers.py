@@ -102,7 +102,8 @@ class Codebook:
         return (mask[..., None] * color[..., None, :]).flatten(2)
 
     def decode(self, ids):
-        return unpatchify(self.vectors(ids), self.patch).cpu().numpy()
+        """ids (N, T) -> images (N, H, W, 3), numpy, on the host."""
+        return unpatchify(self.vectors(torch.as_tensor(ids).cpu()), self.patch).numpy()
 
 
 class PCATokenizer:

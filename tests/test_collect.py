@@ -265,11 +265,11 @@ def test_collect_draws_each_setting_as_the_mean_over_seeds_at_the_steps_they_sha
     import matplotlib.pyplot as plt
     axes = Axes()
     monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
-        "rcParams": plt.rcParams, "subplots": staticmethod(lambda **k: (Axes(), axes)),
+        "rcParams": plt.rcParams, "subplots": staticmethod(lambda *a, **k: (Axes(), [[axes]])),
         "close": staticmethod(lambda fig: None)}))
     shorter = {"dit.py": [*groups["dit.py"][:1],
                           ("x", groups["dit.py"][1][1], groups["dit.py"][1][2][1:])]}
-    collect.draw("unused.png", {**groups, **shorter})
+    collect.plot_curves("unused.png", {**groups, **shorter})
     assert axes.lines == [
         ([4], [10.0], "-", "maskgit.py (1 seed)"), ([4], [90.0], "--", None),
         ([4], [70.0], "-", "dit.py (2 seeds)"), ([4], [60.0], "--", None),   # step 2: one seed
@@ -278,9 +278,12 @@ def test_collect_draws_each_setting_as_the_mean_over_seeds_at_the_steps_they_sha
 
 def test_collect_summary_gives_the_front_pages_rows_the_mean_of_111_over_seeds(ladder):
     _, groups, _ = ladder
-    assert collect.summary(groups) == [
-        "| MaskGIT (`maskgit.py`) | categorical: cross-entropy over codebook ids | 10.0 |",
-        "| DiT (`dit.py`) | continuous: diffusion of all patches | 70.0 |"]
+    paper = {name: collect.FRONT_PAGE[name][2] for name in ("maskgit.py", "dit.py")}
+    assert collect.summary(groups) == [            # seen, 111 composed, 111 probe: seed means
+        "| MaskGIT (`maskgit.py`) | categorical: cross-entropy over codebook ids | 90.0 | 10.0 | "
+        f"75.0 | {paper['maskgit.py']} |",
+        "| DiT (`dit.py`) | continuous: diffusion of all patches | 60.0 | 70.0 | 75.0 | "
+        f"{paper['dit.py']} |"]
 
 
 # ------------------------------------------------------------------------- objects.py's table
@@ -292,7 +295,7 @@ def objects_metrics(step, exact, found, extra, locality, numbers):
             "locality": {t: locality for t in ("0.2", "0.5", "0.8")},
             "locality_within_reach": {t: locality + 0.1 for t in ("0.2", "0.5", "0.8")},
             "pixel_locality": {t: locality - 0.1 for t in ("0.2", "0.5", "0.8")},
-            "trained": 0.5, "beyond": 0.25}
+            "trained": 0.5, "beyond": 0.25, "found_trained": 0.9, "found_beyond": 0.8}
 
 
 def test_collect_objects_table_averages_1_to_3_and_the_numbers_every_run_asked_beyond(tmp_path):

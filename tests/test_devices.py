@@ -46,7 +46,7 @@ def config_elsewhere(script, out, steps, *flags):
     flags = [*TINY, *FEW[script], *(SHAPES2D if script != "objects.py" else []), *flags]
     _, args = module.parse([*flags, "--steps", str(steps), "--eval-every", str(steps),
                             "--out", str(out)])
-    config = dict(vars(args), model=module.MODEL, device=str(elsewhere.ELSEWHERE))
+    config = dict(vars(args), model=module.NAME, device=str(elsewhere.ELSEWHERE))
     os.makedirs(out)
     runs.start_clock(config)
     return module, config
@@ -225,7 +225,7 @@ def test_a_run_resumes_only_on_the_device_it_trained_on(tmp_path, capsys):
     import dit
     out = tmp_path / "run"
     config = dict(vars(dit.parse(["--out", str(out)])[1]), model="dit", device="cuda")
-    data.save_atomic(dict(config=config, step=4), str(out / "ckpt.pt"))
+    runs.save_atomic(dict(config=config, step=4), str(out / "ckpt.pt"))
     code, said = scripts.refused(dit, ["--out", str(out), "--resume", "--device", "cpu"], capsys)
     assert code == 1 and "was trained on cuda; resume it there (--device cuda)" in said, said
 
@@ -321,8 +321,10 @@ def all_fp32(*tensors):
 
 
 def test_maskgit_head_and_loss_are_fp32_under_autocast():
-    for flags in ([], ["--factored-head"]):
-        module, _, model, _ = built("maskgit.py", *flags)
+    import maskgit
+    for script in ("maskgit.py", "maskgit_factored.py"):
+        _, _, model, _ = built(script)
+        module = maskgit                                     # the loss: maskgit.py's, for both
         ids, (values, present) = torch.randint(model.mask_id, (2, 64)), condition(2)
         g = torch.Generator().manual_seed(0)
         assert under_autocast(model, ids, values, present).dtype == torch.float32

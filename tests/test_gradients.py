@@ -7,9 +7,7 @@ without one.
 The network's weights are drawn away from adaLN-Zero's zero start first (a zero gate or head
 passes no gradient back: at step 0 most of the network rightly gets none), and the condition
 hides factors now and then (--cond dropout), so that the learned nulls are read too."""
-import copy
 import importlib
-import types
 
 import pytest
 import torch
@@ -22,7 +20,7 @@ SHAPES2D = ["--train-per-comp", "2", "--cond", "dropout", "--cond-drop", "0.5"]
 
 
 class Stepped(Exception):
-    """Raised where a training step ends (runs.check_finite): its gradients are still in place."""
+    """Raised where a training step ends (at its evaluation): its gradients are still in place."""
 
 
 def one_step(name, *flags):
@@ -31,7 +29,7 @@ def one_step(name, *flags):
     module = importlib.import_module(name)
     _, args = module.parse([*COMMON, *(SHAPES2D if name != "objects" else []), *flags])
     learning, frozen = {}, {}
-    build, ema_copy = module.build, runs.ema_copy
+    build = module.build
 
     def built(config):
         model, tokenizer = build(config)
@@ -41,30 +39,23 @@ def one_step(name, *flags):
         learning["network"] = model
         return model, tokenizer
 
-    def copied(model):
-        frozen["ema"] = ema_copy(model)
-        return frozen["ema"]
+    class Checkpoints(runs.Checkpoints):                 # what the run keeps, named: its parts
+        def __init__(self, config, **parts):
+            super().__init__(config, **parts)
+            frozen.update({key: parts[key] for key in ("ema", "target") if key in parts})
+            learning.update({key: parts[key] for key in ("predictors",) if key in parts})
 
-    def stop(loss, step, out):
+    def stop(*args, **kwargs):
         raise Stepped
 
     with pytest.MonkeyPatch.context() as patch, torch.random.fork_rng(devices=[]):
         patch.setattr(module, "build", built)
-        patch.setattr(runs, "ema_copy", copied)
-        patch.setattr(runs, "check_finite", stop)
-        if name == "jepa_maskgit":                   # the target: a copy of the EMA; the predictors
-            def deepcopy(thing):
-                frozen["target"] = copy.deepcopy(thing)
-                return frozen["target"]
-            make = module.make_predictors
-
-            def made(*args):
-                learning["predictors"] = make(*args)
-                return learning["predictors"]
-            patch.setattr(module, "copy", types.SimpleNamespace(deepcopy=deepcopy))
-            patch.setattr(module, "make_predictors", made)
+        patch.setattr(runs, "Checkpoints", Checkpoints)
+        patch.setattr(runs, "draw_and_read", stop)
+        if name == "objects":                               # its own evaluation
+            patch.setattr(module, "draw_and_read", stop)
         with pytest.raises(Stepped):
-            module.train(dict(vars(args), model=module.MODEL))
+            module.train(dict(vars(args), model=module.NAME))
     return learning, frozen
 
 
@@ -83,7 +74,7 @@ def test_maskgit_one_training_step_reaches_every_parameter_and_no_frozen_one():
     reaches_every_part("maskgit")
 
 
-def test_maskgit_factored_head_one_training_step_reaches_every_parameter():
+def test_maskgit_factored_one_training_step_reaches_every_parameter():
     reaches_every_part("maskgit", "--factored-head")
 
 

@@ -125,7 +125,7 @@ def test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_an
     over 4-10 (beyond: 3 is the last trained, 4 the first beyond)."""
     _, args = objects.parse(["--samples-per-comp", "2", "--width", "16", "--depth", "1",
                              "--heads", "2", "--sample-steps", "1", "--out", str(tmp_path)])
-    config = dict(vars(args), model=objects.MODEL)
+    config = dict(vars(args), model=objects.NAME)
     runs.start_clock(config)
     model, tokenizer = objects.build(config)
     right = {(n, j): (n + j) % 3 == 0 for n in objects.ASKED for j in (0, 1)}
@@ -144,7 +144,7 @@ def test_objects_evaluate_aggregates_each_reading_by_the_number_asked_trained_an
         for name in ("locality", "pixel_locality"):
             patch.setattr(objects, name, lambda *args, **kwargs: torch.tensor(0.5))
         patch.setattr(objects, "save_grid", lambda *args: None)
-        metrics = objects.evaluate(model, tokenizer, config, 1, 0.0)
+        metrics = objects.draw_and_read(model, tokenizer, config, 1, 0.0)
 
     def mean(table, numbers):
         return sum(table[n, j] for n in numbers for j in (0, 1)) / (2 * len(numbers))

@@ -36,7 +36,7 @@ def config(script, out, *flags, resume=False):
     shapes2d = ["--train-per-comp", "10"] if script != "objects.py" else []
     _, args = module.parse([*TINY, *OWN[script], *shapes2d, *flags, "--out", str(out),
                             *(["--resume"] if resume else [])])
-    settings = dict(vars(args), model=module.MODEL, device=str(elsewhere.ELSEWHERE))
+    settings = dict(vars(args), model=module.NAME, device=str(elsewhere.ELSEWHERE))
     runs.start_clock(settings)
     return module, settings
 
@@ -60,12 +60,11 @@ def resumes_elsewhere(script, tmp_path, *flags):
     """Train 3 steps on ELSEWHERE; resume the run as it stood at step 2, there; compare. The
     evaluations draw and judge as always, and draw no pictures (they cost more than the runs)."""
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    save = runs.save_checkpoint
-
-    def saved(out, **state):                      # the run folder as a stop after step 2 left it
-        save(out, **state)
-        if state["step"] == 2:
-            shutil.copytree(out, stopped)
+    class Checkpoints(runs.Checkpoints):
+        def save(self, step):                     # the run folder as a stop after step 2 left it
+            super().save(step)
+            if step == 2:
+                shutil.copytree(self.config["out"], stopped)
     module, settings = config(script, straight, *flags)
     os.makedirs(straight)
     with pytest.MonkeyPatch.context() as patch, torch.random.fork_rng(devices=[]):
@@ -74,9 +73,13 @@ def resumes_elsewhere(script, tmp_path, *flags):
         if script == "objects.py":
             patch.setattr(module, "save_grid", lambda *args, **kwargs: None)
         with elsewhere.elsewhere():
-            patch.setattr(runs, "save_checkpoint", saved)
+            patch.setattr(runs, "Checkpoints", Checkpoints)
             module.train(settings)
-        patch.setattr(runs, "save_checkpoint", save)
+        patch.undo()
+        for picture in ("save_samples_png", "save_curves_png"):
+            patch.setattr(runs, picture, lambda *args, **kwargs: None)
+        if script == "objects.py":
+            patch.setattr(module, "save_grid", lambda *args, **kwargs: None)
         _, settings = config(script, stopped, *flags, resume=True)
         with elsewhere.elsewhere():
             module.train(settings)
@@ -138,4 +141,4 @@ def test_resume_of_a_truncated_checkpoint_says_so_in_one_line(kept, tmp_path, ti
                                   "resumed: start a new --out"), said
     assert before == {name: (out / name).read_bytes() for name in before}     # nothing written
     with pytest.raises(SystemExit, match="damaged .* start a new --out"):
-        runs.load_checkpoint({"out": str(out)})
+        runs.read_checkpoint(str(checkpoint))

@@ -139,7 +139,7 @@ def probe(model, device, settings, path):
         flags += ["--train-per-comp", str(settings["train_per_comp"])]
     if settings.get("batch_size"):
         flags += ["--batch-size", str(settings["batch_size"])]
-    config = dict(vars(module.parse(flags)[1]), model=module.MODEL)
+    config = dict(vars(module.parse(flags)[1]), model=module.NAME)
     runs.start_clock(config)
     cuda = torch.device(device).type == "cuda"
     marks, learning_rate, caught = [], runs.learning_rate, []

@@ -41,7 +41,8 @@ def parse_settings(module, pairs):
         said = io.StringIO()
         try:
             with contextlib.redirect_stderr(said):
-                _, args = module.parse([f"--{key.replace('_', '-')}", text])
+                parser, args = module.parse([f"--{key.replace('_', '-')}", text])
+                runs.check_values(parser, args)
         except SystemExit:
             raise SystemExit(f"error: --set {pair!r}: "
                              f"{said.getvalue().strip().splitlines()[-1].split('error: ')[-1]}")
