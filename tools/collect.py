@@ -9,7 +9,8 @@ them.
 results/<question>/runs/<name>/. Everything else is rebuilt from those kept files alone, so
 the command written at the top of table.md rebuilds it byte for byte (a test checks): each
 run's grid (runs/<name>/samples.png), novel.png (level-1 and level-2 over training, the mean
-over seeds) and table.md.
+over seeds) and table.md. In results/long-runs, also the time course of the runs trained with
+the long-budget recipe (LONG_RECIPE): time-course.png, and each seed's peak and end in table.md.
 
 Runs that differ only in --seed (and --out) are one setting; its row is the mean ± std over
 them (std over seeds, numpy's default: divided by n). The time to composition is the first
@@ -32,6 +33,10 @@ import judge
 import runs
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
+# The long-budget recipe the DiT controls chose (results/README.md): the rate decayed to 0 over the
+# run. A run of results/long-runs trained with it is on the time course; the rest are controls.
+LONG_RECIPE = {"lr_schedule": "cosine"}
+COURSE = (("level2", "level-2 composed (%)"), ("probe_111", "111 on the study's probe (%)"))
 LADDER = runs.MODELS                                                # rows in this order
 # The paper's Shapes2D figures where it gives them (probe readings, seen / level-1 / level-2, %),
 # arXiv 2510.03075: the one place they are written; the tables set them beside their setting.
@@ -427,9 +432,77 @@ def write(folder, clock=None, command=None):
     clocked = ["--clock", clock] if clock else []
     command = command or " ".join(["python tools/collect.py", where, *clocked])
     written = text(groups, command)
+    course = on_course(groups) if os.path.basename(os.path.normpath(folder)) == "long-runs" else {}
+    if course:
+        plot_time_course(os.path.join(folder, "time-course.png"), course)
+        written += time_course_table(course)
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
     return groups, written
+
+
+# ------------------------------------------------------------------ the time course (long runs)
+def course_reading(metrics, key):
+    """A time-course reading of one evaluation, in [0, 1]: level-2 composed, or 111's probe."""
+    return metrics["probe_acc"]["111"] if key == "probe_111" else metrics[key]
+
+
+def on_course(groups):
+    """The settings trained with the long-budget recipe, by script: {script: (setting, members)}."""
+    course = {}
+    for name, members in groups.items():
+        config = members[0][1]
+        if all(config.get(key) == value for key, value in LONG_RECIPE.items()):
+            course.setdefault(f"{config['model']}.py", (name, members))
+    return course
+
+
+def plot_time_course(path, course):
+    """One column per model, one row per reading: a thin line per seed, the mean over seeds (at the
+    steps they share) in bold, log-scaled steps."""
+    plt = runs.pyplot()
+    fig, axes = plt.subplots(len(COURSE), len(course), figsize=(3.2 * len(course), 5.6),
+                             squeeze=False, sharey=True)
+    for column, (script, (name, members)) in enumerate(course.items()):
+        for row, (key, label) in enumerate(COURSE):
+            ax = axes[row][column]
+            for _, config, history in members:
+                ax.plot([m["step"] for m in history],
+                        [100 * course_reading(m, key) for m in history], "-", color="tab:gray",
+                        linewidth=0.8)
+            steps = sorted(set.intersection(*[{m["step"] for m in h} for _, _, h in members]))
+            mean = [100 * np.mean([course_reading(next(m for m in h if m["step"] == s), key)
+                                   for _, _, h in members]) for s in steps]
+            ax.plot(steps, mean, "-", color="black", linewidth=2.2,
+                    label=f"mean of {len(members)} seed{'s' * (len(members) > 1)}")
+            runs.log_step_axis(ax)
+            ax.set_ylim(-3, 103)
+            ax.set_title(script if row == 0 else "", fontsize=9)
+            ax.set_ylabel(label if column == 0 else "", fontsize=8)
+            ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def time_course_table(course):
+    """Each seed's peak (the first step at its highest value) and end, of each time-course
+    reading."""
+    lines = ["", "## The time course: each seed's peak (step) and end, with the long-budget recipe",
+             "", "| setting | seed | " + " | ".join(f"{label}: peak (step) | end"
+                                                     for _, label in COURSE) + " | commit |",
+             "|---|---|" + "---|---|" * len(COURSE) + "---|"]
+    for name, members in course.values():
+        for _, config, history in members:
+            cells = []
+            for key, _ in COURSE:
+                values = [course_reading(m, key) for m in history]
+                peak = int(np.argmax(values))
+                cells += [f"{100 * values[peak]:.1f} ({history[peak]['step']})",
+                          f"{100 * values[-1]:.1f}"]
+            lines.append(f"| `{name}` | {config['seed']} | " + " | ".join(cells)
+                         + f" | {commit(config)} |")
+    return "\n".join(lines + ["", "![the time course](time-course.png)"]) + "\n"
 
 
 def main(argv=None):
