@@ -330,26 +330,29 @@ def course_run(seed, level2, probe, schedule="cosine"):
     """A long run at steps 2, 4, 8: level-2 composed and 111's probe given per step."""
     history = [shapes2d(step, 0.5, 10.0 * step, level2=l2, probe=p)
                for step, l2, p in zip((2, 4, 8), level2, probe)]
-    return {"model": "maskgit", "seed": seed, "lr_schedule": schedule}, history
+    return {"model": "maskgit", "seed": seed, "lr_schedule": schedule, "steps": 10000}, history
 
 
 def test_collect_time_course_reads_each_seeds_peak_and_end_of_the_recipes_runs(tmp_path,
                                                                                monkeypatch):
-    """In results/long-runs only: the runs of the long-budget recipe (not the constant-rate
-    control), each seed's peak (its first step at the highest value) and end, and a panel per
+    """The long runs of the long-budget recipe (not the constant-rate control, not a short run of
+    the recipe), each seed's peak (its first step at the highest value) and end, and a panel per
     model with a thin line per seed and the mean over seeds in bold."""
     folder = tmp_path / "long-runs"
     kept = {"maskgit": course_run(0, (0.2, 0.6, 0.1), (0.5, 0.5, 0.3)),
             "maskgit-seed1": course_run(1, (0.4, 0.4, 0.3), (0.1, 0.9, 0.7)),
-            "maskgit-constant": course_run(0, (0.9, 0.9, 0.9), (0.9, 0.9, 0.9), "constant")}
+            "maskgit-constant": course_run(0, (0.9, 0.9, 0.9), (0.9, 0.9, 0.9), "constant"),
+            "dit-short": ({"model": "dit", "seed": 0, "lr_schedule": "cosine", "steps": 2000},
+                          course_run(0, (0.9, 0.9, 0.9), (0.9, 0.9, 0.9))[1])}
     for name, (config, history) in kept.items():
         write_run(folder / "runs" / name, config, history, **SHAPES)
     groups, written = collect.write(str(folder))
     section = written.split("## The time course", 1)[1]
-    assert rows(section, ": each seed's")["maskgit.py --lr-schedule cosine"] == [
+    assert rows(section, ": each seed's")["maskgit.py --lr-schedule cosine --steps 10000"] == [
         ["0", "60.0 (4)", "10.0", "50.0 (2)", "30.0", "not recorded"],
         ["1", "40.0 (2)", "30.0", "90.0 (4)", "70.0", "not recorded"]]
-    assert "constant" not in section and (folder / "time-course.png").exists()
+    assert "constant" not in section and "dit.py" not in section
+    assert (folder / "time-course.png").exists()
     panels = [Axes(), Axes()]
     import matplotlib.pyplot as plt
     monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {

@@ -70,8 +70,11 @@ def imports(module):
     return names & set(MODULES)
 
 
-def test_the_world_is_the_ground_floor():
-    assert imports("data") == set(), "data.py must import no module of the project"
+def test_the_world_stands_on_the_ground_floor():
+    """data.py (the world and its condition) reads only captions.py (a condition's words), and
+    that imports nothing of the project."""
+    assert imports("captions") == set(), "captions.py must import no module of the project"
+    assert imports("data") == {"captions"}, "data.py must import only captions.py"
 
 
 def test_no_module_imports_one_that_imports_it_back():
@@ -135,7 +138,7 @@ def test_the_lesson_picture_rebuilds_from_the_kept_ladder_runs(tmp_path):
     def pixels(path):                                                   # (H, W, 4) uint8
         return (imread(path) * 255).round().astype("uint8")
     kept = pixels(lesson.PICTURE)
-    samples = lesson.draw(str(tmp_path / "lesson.png"))
+    samples = lesson.save_lesson(str(tmp_path / "lesson.png"))
     rebuilt = pixels(str(tmp_path / "lesson.png"))
     height, width = samples.shape[:2]
     placed = kept[lesson.TOP:lesson.TOP + height, lesson.LEFT:lesson.LEFT + width, :3]

@@ -9,8 +9,9 @@ them.
 results/<question>/runs/<name>/. Everything else is rebuilt from those kept files alone, so
 the command written at the top of table.md rebuilds it byte for byte (a test checks): each
 run's grid (runs/<name>/samples.png), novel.png (level-1 and level-2 over training, the mean
-over seeds) and table.md. In results/long-runs, also the time course of the runs trained with
-the long-budget recipe (LONG_RECIPE): time-course.png, and each seed's peak and end in table.md.
+over seeds) and table.md. Where runs of LONG steps or more trained with the long-budget recipe
+(LONG_RECIPE; results/long-runs), also their time course: time-course.png, and each seed's peak
+and end in table.md.
 
 Runs that differ only in --seed (and --out) are one setting; its row is the mean ± std over
 them (std over seeds, numpy's default: divided by n). The time to composition is the first
@@ -35,7 +36,7 @@ import runs
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
 # The long-budget recipe the DiT controls chose (results/README.md): the rate decayed to 0 over the
 # run. A run of results/long-runs trained with it is on the time course; the rest are controls.
-LONG_RECIPE = {"lr_schedule": "cosine"}
+LONG_RECIPE, LONG = {"lr_schedule": "cosine"}, 10000       # the recipe, from this many steps
 COURSE = (("level2", "level-2 composed (%)"), ("probe_111", "111 on the study's probe (%)"))
 LADDER = runs.MODELS                                                # rows in this order
 # The paper's Shapes2D figures where it gives them (probe readings, seen / level-1 / level-2, %),
@@ -401,8 +402,11 @@ def of_objects(groups):
 
 
 def text(groups, command):
-    """table.md: objects.py's table for its runs, the three readings' for the rest."""
-    return (objects_table if of_objects(groups) else table)(groups, command)
+    """table.md: objects.py's table for its runs, the three readings' for the rest; and the time
+    course of the long runs of the recipe."""
+    course = on_course(groups)
+    written = (objects_table if of_objects(groups) else table)(groups, command)
+    return written + (time_course_table(course) if course else "")
 
 
 def write(folder, clock=None, command=None):
@@ -431,11 +435,9 @@ def write(folder, clock=None, command=None):
     where = "results/" + os.path.basename(os.path.normpath(folder))     # the same from any copy
     clocked = ["--clock", clock] if clock else []
     command = command or " ".join(["python tools/collect.py", where, *clocked])
+    if on_course(groups):
+        plot_time_course(os.path.join(folder, "time-course.png"), on_course(groups))
     written = text(groups, command)
-    course = on_course(groups) if os.path.basename(os.path.normpath(folder)) == "long-runs" else {}
-    if course:
-        plot_time_course(os.path.join(folder, "time-course.png"), course)
-        written += time_course_table(course)
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
     return groups, written
@@ -448,11 +450,13 @@ def course_reading(metrics, key):
 
 
 def on_course(groups):
-    """The settings trained with the long-budget recipe, by script: {script: (setting, members)}."""
+    """The settings of LONG steps or more trained with the long-budget recipe, by script:
+    {script: (setting, members)}."""
     course = {}
     for name, members in groups.items():
         config = members[0][1]
-        if all(config.get(key) == value for key, value in LONG_RECIPE.items()):
+        if (all(config.get(key) == value for key, value in LONG_RECIPE.items())
+                and config.get("steps", 0) >= LONG):
             course.setdefault(f"{config['model']}.py", (name, members))
     return course
 
