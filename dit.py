@@ -6,7 +6,7 @@ the factors through adaLN-Zero. Trained on the seen compositions of Shapes2D onl
 by probe.py on all eight.
 
     python dit.py                                   # the default run
-    python dit.py --steps 8000 --lr-schedule cosine --out runs/dit-8k   # a long run: decay the rate
+    python dit.py --steps 10000 --lr-schedule cosine --out runs/dit-10k   # the long-run recipe
 
 Sections: config -> model -> flow matching -> training -> sampling -> evaluation.
 """

@@ -7,7 +7,7 @@ the denoiser learns, not k Gaussians. Decoding commits tokens in a random order,
 sampled by running the per-token denoiser. Trained on seen compositions only.
 
     python mar.py                                   # the default run
-    python mar.py --steps 8000 --lr-schedule cosine --out runs/mar-8k
+    python mar.py --steps 10000 --lr-schedule cosine --out runs/mar-10k   # the long-run recipe
 
 Sections: config -> model -> masking and the loss -> training -> sampling -> evaluation.
 """

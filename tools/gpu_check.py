@@ -45,8 +45,8 @@ import reproduce  # noqa: E402
 
 import runs  # noqa: E402
 
-# The long-budget recipe: the flags every time-course run adds. Its controls (a cosine decay,
-# fresh images every step, a lower rate; results/recipe) choose it.
+# The long-budget recipe: the flags every time-course run adds. The DiT controls at 10,000 steps
+# chose it: a rate decayed to 0 holds 111, a constant one or fresh images do not (long-runs).
 RECIPE = ["--lr-schedule", "cosine"]
 COURSE = ((("maskgit", "dit"), 60000, (0,)),                        # the paper's budget, seed 0
           (("maskgit", "jepa_maskgit", "givt", "mar", "dit"), 10000, (0, 1, 2)))   # the ladder
