@@ -307,10 +307,14 @@ def test_common_lr_schedule_cosine_decays_the_rate_after_the_warm_up():
         assert rates(run) == pytest.approx(expected), script
 
 
-def test_common_out_is_where_the_checkpoints_go():
+def test_common_out_is_where_the_checkpoints_go(tmp_path):
+    """Every generator hands its --out to runs.Checkpoints, which writes ckpt.pt there."""
     for script in SCRIPTS:
         run = trained(script)
         assert set(run.outs) == {"unused-run-folder"} and run.checkpoints, script
+    settings = dict(config("dit"), out=str(tmp_path / "out"))
+    runs.Checkpoints(settings, model=torch.nn.Linear(1, 1)).save(1)
+    assert os.listdir(tmp_path) == ["out"] and os.listdir(tmp_path / "out") == ["ckpt.pt"]
 
 
 def test_common_resume_continues_from_the_checkpoint():

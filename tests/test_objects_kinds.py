@@ -6,6 +6,7 @@ Every run here is tiny and in this process (width 16, one block, batch 2, one to
 objects.draw_and_read and runs.Checkpoints' saving replaced by recorders: no judge, no files.
 """
 import copy
+import os
 
 import elsewhere
 import numpy as np
@@ -143,9 +144,13 @@ def test_objects_seed_sets_the_initial_network_and_the_images():
     assert not torch.equal(one.batches[0][0], zero.batches[0][0])
 
 
-def test_objects_out_is_where_the_checkpoints_go():
+def test_objects_out_is_where_the_checkpoints_go(tmp_path):
+    """objects.py hands its --out to runs.Checkpoints, which writes ckpt.pt there."""
     run = trained()
     assert set(run.outs) == {"unused-run-folder"} and run.checkpoints
+    settings = dict(config(), out=str(tmp_path / "out"))
+    runs.Checkpoints(settings, model=torch.nn.Linear(1, 1)).save(1)
+    assert os.listdir(tmp_path) == ["out"] and os.listdir(tmp_path / "out") == ["ckpt.pt"]
 
 
 def test_objects_resume_continues_from_the_checkpoint():
