@@ -76,7 +76,7 @@ def cached(name, read, train):
         probe.load_state_dict(torch.load(path, weights_only=True))
         return probe
     probe = train()
-    data.save_atomic(probe.state_dict(), path, shared=True)
+    data.save_to_cache(probe.state_dict(), path)
     return probe
 
 
