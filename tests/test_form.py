@@ -331,6 +331,30 @@ def test_every_decimal_number_on_the_front_page_is_in_a_file_named_beside_it():
                           + "; ".join(unbacked))
 
 
+# The first screen teaches: the question, the answer above the lesson picture, and the picture by
+# line 12; the page's numbers are the few that carry it (the result table's about 22 of them), no
+# spreads: each question links the table that holds the rest.
+FIRST_SCREEN = 12
+FRONT_PAGE_DECIMALS = 40
+
+
+def test_the_front_page_shows_the_answer_and_its_picture_first_and_few_numbers():
+    readme = read("README.md")
+    lines = readme.splitlines()
+    picture = next(n for n, line in enumerate(lines, 1) if line.startswith("!["))
+    assert picture <= FIRST_SCREEN and "results/lesson.png" in lines[picture - 1], (
+        f"README's first picture is at line {picture}: the lesson picture belongs by line "
+        f"{FIRST_SCREEN}, controls and numbers below it")
+    assert any(line.startswith("**The answer") for line in lines[:picture]), (
+        "README: the answer stands above the lesson picture")
+    outside_code = "\n".join(text for _, _, text in blocks(readme))
+    decimals = DECIMAL.findall(outside_code)
+    assert len(decimals) <= FRONT_PAGE_DECIMALS, (
+        f"README holds {len(decimals)} decimal numbers outside code blocks, more than "
+        f"{FRONT_PAGE_DECIMALS}: keep the one or two that carry each question, link the rest")
+    assert "±" not in outside_code, "README: spreads (±) belong in the report's tables"
+
+
 # ---------------------------------------------------------------- every kept run's provenance
 def kept_runs():
     """Every kept run folder with its config: [('results/ladder/runs/dit', config)]."""
