@@ -33,6 +33,7 @@ import captions
 import data
 import runs
 import tokenizers
+import worlds
 
 NAME = "ar"
 SAMPLING = ("temperature",)     # what tools/resample.py may change
@@ -65,7 +66,7 @@ def parse(argv=None):
     parser.add_argument("--temperature", type=float, default=DEFAULTS["temperature"],
                         help="divides the logits (categorical) or multiplies the sampled scales "
                              "(gmm); 0: greedy")
-    args = parser.parse_args(argv)
+    args = runs.parse_args(parser, argv)
     if args.head == "categorical" and args.tokenizer not in (None, "codebook"):
         parser.error(f"--tokenizer {args.tokenizer}: the categorical head predicts codebook ids; "
                      "a tokenizer is chosen only with --head gmm")
@@ -96,20 +97,20 @@ class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
     A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
-    def __init__(self, width, cond="continuous"):
+    def __init__(self, width, cond="continuous", groups=data.COND_GROUPS):
         super().__init__()
         self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
-            self.project = nn.ModuleList(nn.Linear(hi - lo, width)
-                                         for _, lo, hi in data.COND_GROUPS)
-            self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+            self.groups = groups                        # the world's (name, first, end) of each
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in groups)
+            self.null = nn.Parameter(torch.zeros(len(groups), width))
 
     def forward(self, values, present):
         """values (B, 7) and present (B, 4); for a caption, word ids and present (B, L)."""
         if self.text is not None:
             return self.text(values, present)                               # (B, D)
         parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
-                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, self.groups))]
         return torch.stack(parts).sum(0)                                    # (B, D)
 
 
@@ -146,7 +147,7 @@ class AR(nn.Module):
     token i, and predicts token i: logits over the codebook, or a mixture of k Gaussians."""
 
     def __init__(self, head, token_dim, vocab_size=None, components=8, width=128, depth=4, heads=4,
-                 length=64, cond="continuous"):
+                 length=64, cond="continuous", groups=data.COND_GROUPS):
         super().__init__()
         self.categorical = head == "categorical"
         self.token_dim, self.components = token_dim, components
@@ -155,7 +156,7 @@ class AR(nn.Module):
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
         # causal[i, j] is True where token j comes later than token i: slot i may not look there
         self.register_buffer("causal", torch.ones(length, length, dtype=torch.bool).triu(1))
-        self.condition = ConditionEmbedding(width, cond)
+        self.condition = ConditionEmbedding(width, cond, groups)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
@@ -195,12 +196,13 @@ class AR(nn.Module):
 def build(config):
     """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py): the
     codebook's ids for the categorical head, continuous tokens for the mixture."""
+    world = worlds.world(config)                                 # data.py's Shapes2D by default
     shape = dict(components=config["components"], width=config["width"], depth=config["depth"],
-                 heads=config["heads"], cond=config["cond"])
+                 heads=config["heads"], cond=config["cond"], groups=world.COND_GROUPS)
     if config["head"] == "categorical":
-        codebook = tokenizers.load_tokenizer("codebook")
+        codebook = tokenizers.load_tokenizer("codebook", world)
         return AR("categorical", None, codebook.vocab_size, **shape), codebook
-    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"])
+    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"], world)
     return AR("gmm", tokenizer.dim, **shape), tokenizer
 
 
@@ -237,7 +239,8 @@ def train(config):
                                   weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
-                                 config["cond_drop"], tokenizer.encode, device)
+                                 config["cond_drop"], tokenizer.encode, device,
+                                 worlds.world(config))
     checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
                                    scaler=scaler, rng=rng)
     weights, ema_weights = list(model.parameters()), list(ema.parameters())

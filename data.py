@@ -18,17 +18,44 @@ exact position), so a row of `latents` is the full information about its image:
     latents[:, 1:4] RGB colour, drawn around the class colour
     latents[:, 4]   size s in pixels (circle radius; a triangle's circumradius is 1.3 s)
     latents[:, 5:7] centre (x, y) in pixels, jittered around the image centre
+
+A world is a module with the names this file defines for Shapes2D, so that every generator, the
+probe and the judge serve any world unchanged (`--world NAME`, runs.WORLDS; shapes3d.py is the
+study's many-valued world):
+
+    NAME, IMAGE_SIZE, FACTORS        its name, the image side (32), the factors in code order
+    VALUES                           the values of each factor, by name; a code holds one value
+                                     index per factor ("110": values 1, 1, 0)
+    COMPOSITIONS, SPLITS             every code; the splits seen / level1 / level2 (GROUPS may
+                                     cut them finer for tables); generators learn from SEEN only
+    code_to_bits, bits_to_code       code <-> value indices; describe(code) names it in words
+    sample_latents(bits, rng)        the continuous latents (N, L) of the asked value indices
+    render(latents)                  images (N, 32, 32, 3) float32 in [0, 1]
+    make_dataset, training_set       real images, their value indices and latents
+    requests(n)                      the value indices (N, F) an evaluation asks for
+    COND_MODES, COND_GROUPS          the --cond modes that apply; the condition vector's groups
+    class_bits, conditioning         the value indices latents render; the condition of a mode
+    RUN_DEFAULTS, TOKENIZERS         flag defaults and tokenizer settings it sizes otherwise
+    PROBE_PER_CODE, HELD_OUT_PER_CODE  real images of each code the readers train and check on
+    DEFINITION                       what the caches are keyed by (change it, refit them)
+    readings(images, factors)        (a further world) its own reading of an image's factors: one
+                                     legible object, which values, rendered precisely; judge.py
+                                     holds Shapes2D's
 """
 import hashlib
 import os
+import sys
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 import captions
 
+NAME = "shapes2d"
 IMAGE_SIZE = 32
 FACTORS = ("shape", "color", "size")
+VALUES = (("circle", "triangle"), ("red", "blue"), ("big", "small"))
 COMPOSITIONS = tuple(f"{i:03b}" for i in range(8))  # "000" ... "111"
 SEEN = ("000", "001", "010", "100")
 LEVEL1 = ("011", "101", "110")
@@ -45,6 +72,12 @@ TRIANGLE_SCALE = 1.3       # triangle circumradius / s, so both shapes look equa
 SQRT3 = 3 ** 0.5
 POSITION_JITTER = 3.0      # centre drawn uniformly within +-3 px of the image centre
 CACHE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
+RUN_DEFAULTS = {}           # flags this world sizes otherwise than the generators' DEFAULTS
+TOKENIZERS = {}             # settings of tokenizers.py's fitted tokenizers, beyond their defaults
+PROBE_PER_CODE = 1000       # real images of each composition the probe and the reader train on
+HELD_OUT_PER_CODE = 250     # real images of each composition that check them
+DEFINITION = (IMAGE_SIZE, CLASS_COLORS.tolist(), COLOR_JITTER, SIZE_RANGES.tolist(),
+              TRIANGLE_SCALE, POSITION_JITTER)              # what the caches are keyed by
 
 
 def code_to_bits(code):
@@ -62,6 +95,17 @@ def bits_to_code(bits):
 def split_of(code):
     code_to_bits(code)
     return next(name for name, codes in SPLITS.items() if code in codes)
+
+
+def describe(code):
+    """'110' -> 'blue big triangle'."""
+    shape, color, size = code_to_bits(code)
+    return f"{VALUES[1][color]} {VALUES[2][size]} {VALUES[0][shape]}"
+
+
+def requests(n_per_code):
+    """The factor bits an evaluation asks for, n_per_code of each composition in order: (N, 3)."""
+    return np.repeat([code_to_bits(c) for c in COMPOSITIONS], n_per_code, 0)
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -137,16 +181,18 @@ class TrainingData:
     fresh: every batch rendered anew from newly drawn latents (about 1 ms a batch), so no
            image is ever seen twice. Either way, encode turns images into the model's tokens.
     Batches are on `device`, the generator's: fixed images are encoded and kept there; fresh ones
-    are rendered on the CPU (numpy: one wait a step, for the seed) and encoded there.
+    are rendered on the CPU (numpy: one wait a step, for the seed) and encoded there. `world` is
+    the module of the world (this one by default; runs.world(config) names it).
     """
 
-    def __init__(self, kind, n_per_code, cond, cond_drop, encode, device="cpu"):
+    def __init__(self, kind, n_per_code, cond, cond_drop, encode, device="cpu", world=None):
         if kind not in DATA_KINDS:
             raise ValueError(f"unknown training data {kind!r}; choose from {', '.join(DATA_KINDS)}")
         self.kind, self.cond, self.cond_drop = kind, cond, cond_drop
         self.encode, self.device = encode, torch.device(device)
+        self.world = world or sys.modules[__name__]
         if kind == "fixed":
-            images, _, latents = training_set(n_per_code)
+            images, _, latents = self.world.training_set(n_per_code)
             self.tokens = encode(torch.as_tensor(images, device=self.device))      # (N, 64, ...)
             self.latents = torch.as_tensor(latents, device=self.device)             # (N, 7)
 
@@ -159,12 +205,13 @@ class TrainingData:
         else:
             seed = torch.randint(2 ** 62, (1,), generator=rng, device=self.device)
             draw = np.random.default_rng(int(seed))                  # the CPU renders: one wait
-            bits = np.array([code_to_bits(code) for code in SEEN])[draw.integers(len(SEEN),
-                                                                                 size=size)]
-            latents = sample_latents(bits, draw)
-            images, latents = to_device([render(latents), latents], self.device)
+            world = self.world
+            bits = np.array([world.code_to_bits(code) for code in world.SEEN])[
+                draw.integers(len(world.SEEN), size=size)]
+            latents = world.sample_latents(bits, draw)
+            images, latents = to_device([world.render(latents), latents], self.device)
             tokens = self.encode(images)
-        return (tokens, *conditioning(latents, self.cond, self.cond_drop, rng))
+        return (tokens, *self.world.conditioning(latents, self.cond, self.cond_drop, rng))
 
 
 # -------------------------------------------------------------------------- conditioning
@@ -223,6 +270,21 @@ def conditioning(latents, mode, drop_prob=0.1, rng=None, train=True):
     return values, present
 
 
+def components(pixels):
+    """8-connected components of the True pixels of (N, H, W) bool: labels (N, H, W), 0 = none."""
+    pixels = torch.as_tensor(pixels)
+    inside = pixels.reshape(len(pixels), -1)
+    labels = torch.arange(1, pixels[0].numel() + 1).reshape(pixels[0].shape) * pixels
+    while True:     # every pixel takes the largest label around it, then the label of the pixel
+        grown = F.max_pool2d(labels[:, None].float(), 3, 1, 1)[:, 0].long() * pixels
+        flat = grown.reshape(len(pixels), -1)                  # its label names (a jump)
+        grown = torch.maximum(flat, torch.gather(flat, 1, (flat - 1).clamp(min=0)) * inside)
+        grown = grown.reshape(pixels.shape)
+        if torch.equal(grown, labels):
+            return grown.numpy()
+        labels = grown
+
+
 def to_device(arrays, device):
     """Host arrays (numpy or torch) as float32 tensors on device, in one copy: a step made on the
     host crosses once; on a GPU from pinned memory, so that the host does not wait for it."""
@@ -244,9 +306,10 @@ def save_to_cache(state, path):
     os.replace(temporary, path)
 
 
-def cache_path(kind, settings=()):
-    """A file under .cache/ whose name changes when the world's definition changes."""
-    world = (IMAGE_SIZE, CLASS_COLORS.tolist(), COLOR_JITTER, SIZE_RANGES.tolist(),
-             TRIANGLE_SCALE, POSITION_JITTER)
-    key = hashlib.sha1(repr((kind, settings, world)).encode()).hexdigest()[:12]
+def cache_path(kind, settings=(), world=None):
+    """A file under .cache/ whose name changes when the world's definition changes; a world other
+    than Shapes2D adds its name."""
+    world = world or sys.modules[__name__]
+    definition = world.DEFINITION if world.NAME == NAME else (world.NAME, world.DEFINITION)
+    key = hashlib.sha1(repr((kind, settings, definition)).encode()).hexdigest()[:12]
     return os.path.join(CACHE_DIR, f"{kind}-{key}.pt")

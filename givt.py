@@ -24,6 +24,7 @@ import captions
 import data
 import runs
 import tokenizers
+import worlds
 
 NAME = "givt"
 SAMPLING = ("sample_steps", "unmask", "temperature", "mixture_temperature",
@@ -49,7 +50,7 @@ def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
     runs.add_common_arguments(parser, NAME, DEFAULTS)
     add_arguments(parser)
-    return parser, parser.parse_args(argv)
+    return parser, runs.parse_args(parser, argv)
 
 
 def add_arguments(parser):
@@ -99,20 +100,20 @@ class ConditionEmbedding(nn.Module):
     """One embedding per factor group, added; a learned null stands in for a hidden one.
     A caption (--cond text, text-partial) is read by captions.py's text encoder instead."""
 
-    def __init__(self, width, cond="continuous"):
+    def __init__(self, width, cond="continuous", groups=data.COND_GROUPS):
         super().__init__()
         self.text = captions.TextEncoder(width) if cond in data.TEXT_MODES else None
         if self.text is None:
-            self.project = nn.ModuleList(nn.Linear(hi - lo, width)
-                                         for _, lo, hi in data.COND_GROUPS)
-            self.null = nn.Parameter(torch.zeros(len(data.COND_GROUPS), width))
+            self.groups = groups                        # the world's (name, first, end) of each
+            self.project = nn.ModuleList(nn.Linear(hi - lo, width) for _, lo, hi in groups)
+            self.null = nn.Parameter(torch.zeros(len(groups), width))
 
     def forward(self, values, present):
         """values (B, 7) and present (B, 4); for a caption, word ids and present (B, L)."""
         if self.text is not None:
             return self.text(values, present)                               # (B, D)
         parts = [torch.where(present[:, g, None], project(values[:, lo:hi]), self.null[g])
-                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, data.COND_GROUPS))]
+                 for g, (project, (_, lo, hi)) in enumerate(zip(self.project, self.groups))]
         return torch.stack(parts).sum(0)                                    # (B, D)
 
 
@@ -143,13 +144,13 @@ class Block(nn.Module):
 
 class GIVT(nn.Module):
     def __init__(self, token_dim, components=8, width=128, depth=4, heads=4, length=64,
-                 cond="continuous"):
+                 cond="continuous", groups=data.COND_GROUPS):
         super().__init__()
         self.token_dim, self.components = token_dim, components
         self.embed = nn.Linear(token_dim, width)
         self.mask_embedding = nn.Parameter(torch.zeros(width))         # stands in for hidden tokens
         self.register_buffer("positions", sincos_positions(width, int(length ** 0.5)))
-        self.condition = ConditionEmbedding(width, cond)
+        self.condition = ConditionEmbedding(width, cond, groups)
         self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
         self.final_norm = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)
         self.final_modulation = nn.Linear(width, 2 * width)
@@ -180,9 +181,10 @@ class GIVT(nn.Module):
 
 def build(config):
     """The network a run trains, shaped by its config, and its tokenizer (tokenizers.py)."""
-    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"])
+    world = worlds.world(config)                                 # data.py's Shapes2D by default
+    tokenizer = tokenizers.ContinuousTokenizer(config["tokenizer"], world)
     return GIVT(tokenizer.dim, config["components"], config["width"], config["depth"],
-                config["heads"], cond=config["cond"]), tokenizer
+                config["heads"], cond=config["cond"], groups=world.COND_GROUPS), tokenizer
 
 
 # ------------------------------------------------------------------------ masking and the loss
@@ -238,7 +240,8 @@ def train(config):
                                   weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
-                                 config["cond_drop"], tokenizer.encode, device)
+                                 config["cond_drop"], tokenizer.encode, device,
+                                 worlds.world(config))
     checkpoints = runs.Checkpoints(config, model=model, ema=ema, optimizer=optimizer,
                                    scaler=scaler, rng=rng)
     weights, ema_weights = list(model.parameters()), list(ema.parameters())

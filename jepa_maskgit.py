@@ -28,6 +28,7 @@ from tqdm import tqdm
 import data
 import maskgit
 import runs
+import worlds
 from maskgit import build, draw, random_mask
 
 NAME = "jepa_maskgit"
@@ -60,7 +61,7 @@ def parse(argv=None):
     parser.add_argument("--jepa-momentum", type=float, default=DEFAULTS["jepa_momentum"],
                         help="target EMA momentum at the start; it rises linearly to 1 at "
                              "the last step")
-    args = parser.parse_args(argv)
+    args = runs.parse_args(parser, argv)
     bad = [layer for layer in args.jepa_layers if not 0 <= layer < args.depth]
     if bad:
         parser.error(f"--jepa-layers: block {bad[0]} does not exist; "
@@ -140,7 +141,8 @@ def train(config):
                                   weight_decay=config["weight_decay"], fused=device.type == "cuda")
     scaler = runs.grad_scaler(device)                                       # fp16 only: runs.py
     training = data.TrainingData(config["data"], config["train_per_comp"], config["cond"],
-                                 config["cond_drop"], tokenizer.encode, device)
+                                 config["cond_drop"], tokenizer.encode, device,
+                                 worlds.world(config))
     checkpoints = runs.Checkpoints(config, model=model, ema=ema, target=target,
                                    predictors=predictors, optimizer=optimizer, scaler=scaler,
                                    rng=rng)

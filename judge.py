@@ -73,24 +73,9 @@ def _median3(x):
     return np.median(np.stack(shifts), 0)
 
 
-def components(pixels):
-    """8-connected components of the True pixels of (N, H, W) bool: labels (N, H, W), 0 = none."""
-    pixels = torch.as_tensor(pixels)
-    inside = pixels.reshape(len(pixels), -1)
-    labels = torch.arange(1, pixels[0].numel() + 1).reshape(pixels[0].shape) * pixels
-    while True:     # every pixel takes the largest label around it, then the label of the pixel
-        grown = F.max_pool2d(labels[:, None].float(), 3, 1, 1)[:, 0].long() * pixels
-        flat = grown.reshape(len(pixels), -1)                  # its label names (a jump)
-        grown = torch.maximum(flat, torch.gather(flat, 1, (flat - 1).clamp(min=0)) * inside)
-        grown = grown.reshape(pixels.shape)
-        if torch.equal(grown, labels):
-            return grown.numpy()
-        labels = grown
-
-
 def _largest_part(pixels):
     """Pixels in the largest 8-connected part of the True pixels of each (H, W) of (N, H, W)."""
-    labels = components(pixels)
+    labels = data.components(pixels)
     return np.array([np.bincount(labelled.ravel(), minlength=2)[1:].max() for labelled in labels])
 
 
@@ -152,7 +137,7 @@ def read_objects(images):
     smooth_alpha = np.clip(smooth / peak, 0, 1)                            # coverage, salt removed
     chroma = images.max(-1) - images.min(-1)                       # 0 for grey or white specks
     covered = (brightness > 0.5 * peak) & (chroma > 0.2 * peak)
-    labels = components(covered)                                  # thin parts kept, white salt not
+    labels = data.components(covered)                             # thin parts kept, white salt not
     areas = np.stack([np.bincount(labelled.ravel(), minlength=labels[0].size + 1)[1:]
                       for labelled in labels])
     order = np.argsort(-areas, 1)
@@ -284,20 +269,26 @@ def load_reader():
 _INSTRUMENTS = {}
 
 
-def instruments():
-    """The factor reader, the study's probe and real reference images for retrieval, built once
-    per process."""
-    if not _INSTRUMENTS:
-        images, bits, _ = data.make_dataset(data.COMPOSITIONS, 250, probe.HELD_OUT_SEED + 1)
-        _INSTRUMENTS.update(reader=load_reader(), study_probe=probe.load_probe(),
-                            reference=centred_pixels(images), reference_bits=bits)
-    return _INSTRUMENTS
+def instruments(world=data):
+    """The study's probe, real reference images for retrieval and, for Shapes2D, the factor
+    reader: built once per process and world."""
+    if world.NAME not in _INSTRUMENTS:
+        images, bits, _ = world.make_dataset(world.COMPOSITIONS, world.HELD_OUT_PER_CODE,
+                                             probe.HELD_OUT_SEED + 1)
+        _INSTRUMENTS[world.NAME] = dict(
+            reader=load_reader() if world is data else None, study_probe=probe.load_probe(world),
+            reference=centred_pixels(images), reference_bits=bits)
+    return _INSTRUMENTS[world.NAME]
 
 
-def readings(images, factors):
+def readings(images, factors, world=data):
     """Per sample: composed and precise (fidelity), (N,) bool; legible, (N,) bool; and
-    probe_factors, (N, 3) bool, which factor the study's probe reads right."""
+    probe_factors, (N, F) bool, which factor the study's probe reads right. A world other than
+    Shapes2D reads its images itself (world.readings, which also says which values it read)."""
     images, factors = as_float(images), np.asarray(factors, dtype=np.int64)
+    if world is not data:
+        return dict(world.readings(images, factors),
+                    probe_factors=instruments(world)["study_probe"].predict(images) == factors)
     objects = read_objects(images)
     reader_right = (instruments()["reader"].predict(images) == factors).all(1)
     composed = legible(objects) & (objects["bits"] == factors).all(1)
@@ -306,16 +297,16 @@ def readings(images, factors):
             "probe_factors": instruments()["study_probe"].predict(images) == factors}
 
 
-def split_means(per_code):
+def split_means(per_code, world=data):
     """{code: x} -> {split: mean over the split's codes present}."""
     means = {}
-    for split, members in data.SPLITS.items():
+    for split, members in world.SPLITS.items():
         values = [per_code[c] for c in members if c in per_code]
         means[split] = float(np.mean(values)) if values else float("nan")
     return means
 
 
-def evaluate(images, factors):
+def evaluate(images, factors, world=data):
     """Judge generated images (N, H, W, 3) in [0, 1] (uint8 accepted) asked for `factors` (N, 3).
 
     Returns the three readings per composition, acc (composition), fidelity and probe_acc;
@@ -324,21 +315,35 @@ def evaluate(images, factors):
     image(s), among real images of all eight compositions, have the asked composition.
     """
     factors = np.asarray(factors, dtype=np.int64)
-    judged = readings(images, factors)
-    reference = instruments()
+    judged = readings(images, factors, world)
+    reference = instruments(world)
     distances = torch.cdist(centred_pixels(as_float(images)), reference["reference"])
     neighbours = distances.topk(5, largest=False).indices
     same = (reference["reference_bits"][neighbours.numpy()] == factors[:, None]).all(2)   # (N, 5)
-    codes = np.array([data.bits_to_code(f) for f in factors])
-    present = [c for c in data.COMPOSITIONS if (codes == c).any()]
+    codes = np.array([world.bits_to_code(f) for f in factors])
+    present = [c for c in world.COMPOSITIONS if (codes == c).any()]
     per_code = {name: {c: float(judged[key][codes == c].mean()) for c in present}
                 for name, key in (("acc", "composed"), ("fidelity", "precise"))}
     per_code["probe_acc"] = {c: probe.probe_accuracy(judged["probe_factors"][codes == c])
                              for c in present}
-    return {**per_code, **split_means(per_code["acc"]),
+    extra = {} if world is data else {"substitution": substitutions(judged, factors, codes, world)}
+    return {**per_code, **split_means(per_code["acc"], world),
             "malformed": float(1 - judged["legible"].mean()),
             "retrieval_1nn": float(same[:, 0].mean()),
-            "retrieval_5nn": float((same.sum(1) >= 3).mean())}
+            "retrieval_5nn": float((same.sum(1) >= 3).mean()), **extra}
+
+
+def substitutions(judged, factors, codes, world):
+    """{code: {"factor=value": count}}: for the legible samples of a code that are not what was
+    asked, which value each wrong factor came out as ("color=blue": a purple sphere drawn blue)."""
+    found = {}
+    wrong = judged["legible"] & ~judged["composed"]
+    for code, asked, read in zip(codes[wrong], factors[wrong], judged["read"][wrong]):
+        counts = found.setdefault(str(code), {})
+        for f in np.flatnonzero(asked != read):
+            key = f"{world.FACTORS[f]}={world.VALUES[f][read[f]]}"
+            counts[key] = counts.get(key, 0) + 1
+    return found
 
 
 def describe(code):

@@ -13,9 +13,11 @@ import argparse
 
 import torch.nn as nn
 
+import data
 import maskgit
 import runs
 import tokenizers
+import worlds
 
 NAME = "maskgit_factored"
 SAMPLING = maskgit.SAMPLING          # what tools/resample.py may change: maskgit.py's sampler
@@ -26,15 +28,16 @@ def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=runs.Help)
     runs.add_common_arguments(parser, NAME, DEFAULTS)
     maskgit.add_arguments(parser)
-    return parser, parser.parse_args(argv)
+    return parser, runs.parse_args(parser, argv)
 
 
 class FactoredMaskGIT(maskgit.MaskGIT):
     """maskgit.py's network with the factored head: logits (B, T, V) over the joint codes,
     V = coverages * colours, each the sum of its coverage's and its colour's logit."""
 
-    def __init__(self, parts, width=128, depth=4, heads=4, length=64, cond="continuous"):
-        super().__init__(parts[0] * parts[1], width, depth, heads, length, cond)
+    def __init__(self, parts, width=128, depth=4, heads=4, length=64, cond="continuous",
+                 groups=data.COND_GROUPS):
+        super().__init__(parts[0] * parts[1], width, depth, heads, length, cond, groups)
         self.parts = parts                                                  # (coverages, colours)
         self.head = nn.Linear(width, sum(parts))                            # in place of the joint
         nn.init.zeros_(self.head.weight)                                    # adaLN-Zero, as there
@@ -47,9 +50,10 @@ class FactoredMaskGIT(maskgit.MaskGIT):
 
 def build(config):
     """The factored network, shaped by the config, and its tokenizer: the codebook."""
-    codebook = tokenizers.load_tokenizer("codebook")
-    return FactoredMaskGIT((codebook.n_masks, codebook.n_colors), config["width"],
-                           config["depth"], config["heads"], cond=config["cond"]), codebook
+    world = worlds.world(config)
+    codebook = tokenizers.load_tokenizer("codebook", world)
+    return FactoredMaskGIT((codebook.n_masks, codebook.n_colors), config["width"], config["depth"],
+                           config["heads"], cond=config["cond"], groups=world.COND_GROUPS), codebook
 
 
 def train(config):

@@ -8,7 +8,6 @@ positions, (x, y) in pixels, one row an object. A drawn image is read by countin
 import numpy as np
 
 import data
-import judge
 
 GRID = np.array([4.0, 10.0, 16.0, 22.0, 28.0])                  # cell centres along each axis
 CELLS = np.stack(np.meshgrid(GRID, GRID, indexing="xy"), -1).reshape(-1, 2)   # (25, 2), row-major
@@ -57,7 +56,7 @@ def find_objects(image, threshold=0.3):
     as (centroid (x, y) in pixels, area in pixels); parts of one or two pixels are specks, left
     out."""
     bright = np.asarray(image).max(-1) > threshold
-    labels = judge.components(bright[None])[0]
+    labels = data.components(bright[None])[0]
     found = []
     for label in np.unique(labels[labels > 0]):
         ys, xs = np.nonzero(labels == label)

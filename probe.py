@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import data
+import worlds
 
 PROBE_SEED = 12345         # the real images a probe trains on, and its initial weights
 HELD_OUT_SEED = 54321      # real images no probe and no generator trains on
@@ -24,39 +25,56 @@ def raw_pixels(images):
 
 
 class LinearProbe(torch.nn.Module):
-    """One linear softmax classifier per factor (2 logits each) on a fixed feature map, `read`:
-    images (N, H, W, 3) -> features (N, dim)."""
+    """One linear softmax classifier per factor (one logit a value) on a fixed feature map, `read`:
+    images (N, H, W, 3) -> features (N, dim). `classes`: the number of values of each factor
+    (Shapes2D's three bits by default)."""
 
-    def __init__(self, read=raw_pixels, dim=data.IMAGE_SIZE ** 2 * 3):
+    def __init__(self, read=raw_pixels, dim=data.IMAGE_SIZE ** 2 * 3, classes=(2, 2, 2)):
         super().__init__()
-        self.read = read
-        self.heads = torch.nn.Linear(dim, 2 * len(data.FACTORS))
+        self.read, self.classes = read, tuple(classes)
+        self.heads = torch.nn.Linear(dim, sum(self.classes))
 
     def forward(self, inputs):
-        return self.heads(inputs).view(len(inputs), len(data.FACTORS), 2)    # (N, 3, 2)
+        """Logits (N, F, C), C the most values of a factor; a factor with fewer has -inf logits
+        for the values it lacks (no probability, no gradient)."""
+        logits = self.heads(inputs)
+        if len(set(self.classes)) == 1:
+            return logits.view(len(inputs), len(self.classes), self.classes[0])    # (N, 3, 2)
+        padded = logits.new_full((len(inputs), len(self.classes), max(self.classes)), -torch.inf)
+        for f, part in enumerate(logits.split(self.classes, 1)):
+            padded[:, f, :part.shape[1]] = part
+        return padded
 
     def predict(self, images):
         with torch.no_grad():
             return self(self.read(images)).argmax(-1).numpy()               # (N, 3) bits
 
 
-def start_training(read, n_per_code=1000, seed=PROBE_SEED):
-    """What a probe trains on and from: real images of all eight compositions (N, H, W, 3),
-    their bits (N, 3) and an untrained probe on the feature map `read`, its weights drawn from
-    the seed."""
-    images, bits, _ = data.make_dataset(data.COMPOSITIONS, n_per_code, seed)
+def start_training(read, n_per_code=1000, seed=PROBE_SEED, world=data):
+    """What a probe trains on and from: real images of all the world's compositions (N, H, W, 3),
+    their value indices (N, F) and an untrained probe on the feature map `read`, its weights drawn
+    from the seed."""
+    images, bits, _ = world.make_dataset(world.COMPOSITIONS, n_per_code, seed)
     torch.manual_seed(seed)
-    return images, torch.as_tensor(bits), LinearProbe(read)
+    return images, torch.as_tensor(bits), LinearProbe(read, classes=classes_of(world))
+
+
+def classes_of(world):
+    """The number of values of each factor of the world: (2, 2, 2) for Shapes2D."""
+    return tuple(len(values) for values in world.VALUES)
 
 
 def factor_loss(probe, inputs, targets):
-    """Cross-entropy of the three factors' logits (N, 3, 2) against the bits (N, 3), averaged."""
+    """Cross-entropy of the factors' logits (N, F, C) against the value indices (N, F),
+    averaged."""
     return torch.nn.functional.cross_entropy(probe(inputs).flatten(0, 1), targets.flatten())
 
 
-def train_probe(n_per_code=1000, seed=PROBE_SEED):
-    """The study's recipe: Adam (lr 1e-3), 200 epochs of shuffled batches of 128 clean images."""
-    images, targets, probe = start_training(raw_pixels, n_per_code, seed)
+def train_probe(n_per_code=None, seed=PROBE_SEED, world=data):
+    """The study's recipe: Adam (lr 1e-3), 200 epochs of shuffled batches of 128 clean images,
+    world.PROBE_PER_CODE of each composition unless n_per_code says."""
+    n_per_code = n_per_code or world.PROBE_PER_CODE
+    images, targets, probe = start_training(raw_pixels, n_per_code, seed, world)
     inputs, shuffle = raw_pixels(images), torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(probe.parameters(), lr=1e-3)
     for _ in range(200):
@@ -67,11 +85,11 @@ def train_probe(n_per_code=1000, seed=PROBE_SEED):
     return probe
 
 
-def cached(name, read, train):
+def cached(name, read, train, world=data):
     """A probe on the feature map `read`, trained once by train() and cached under .cache/ as
-    `name` (the file's key changes when the world's definition does)."""
-    path = data.cache_path(name)
-    probe = LinearProbe(read)
+    `name` (the file's key changes with the world and its definition)."""
+    path = data.cache_path(name, world=world)
+    probe = LinearProbe(read, classes=classes_of(world))
     if os.path.exists(path):
         probe.load_state_dict(torch.load(path, weights_only=True))
         return probe
@@ -80,14 +98,14 @@ def cached(name, read, train):
     return probe
 
 
-def load_probe():
-    """The study's probe, trained once and cached."""
-    return cached("probe-study", raw_pixels, train_probe)
+def load_probe(world=data):
+    """The study's probe of the world, trained once and cached."""
+    return cached("probe-study", raw_pixels, lambda: train_probe(world=world), world)
 
 
 def probe_accuracy(probe_factors):
-    """The study's probe reading of one composition's samples: the product over the three factors
-    of the share of samples whose factor it reads right (N, 3) -> a number in [0, 1]."""
+    """The study's probe reading of one composition's samples: the product over the factors of the
+    share of samples whose factor it reads right (N, F) -> a number in [0, 1]."""
     return float(np.prod(np.asarray(probe_factors, dtype=np.float64).mean(0)))
 
 
@@ -96,13 +114,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="The study's probe on held-out real images (250 "
                                      "of each composition): each factor's accuracy and probe_acc. "
                                      "The judge's three readings: python judge.py.")
-    parser.parse_args(argv)
-    images, bits, _ = data.make_dataset(data.COMPOSITIONS, 250, HELD_OUT_SEED)
-    right = load_probe().predict(images) == bits                             # (N, 3)
-    codes = np.array([data.bits_to_code(b) for b in bits])
-    print(f"{'code':>5}" + "".join(f"{factor:>8}" for factor in data.FACTORS)
+    parser.add_argument("--world", default=data.NAME, choices=worlds.WORLDS)
+    world = worlds.world(parser.parse_args(argv).world)
+    images, bits, _ = world.make_dataset(world.COMPOSITIONS, world.HELD_OUT_PER_CODE, HELD_OUT_SEED)
+    right = load_probe(world).predict(images) == bits                        # (N, F)
+    codes = np.array([world.bits_to_code(b) for b in bits])
+    print(f"{'code':>5}" + "".join(f"{factor:>8}" for factor in world.FACTORS)
           + f"{'probe_acc':>11}")
-    for code in data.COMPOSITIONS:
+    print(f"{'all':>5}" + "".join(f"{100 * share:7.1f}%" for share in right.mean(0)))
+    for code in world.COMPOSITIONS:
         mine = right[codes == code]
         print(f"{code:>5}" + "".join(f"{100 * share:7.1f}%" for share in mine.mean(0))
               + f"{100 * probe_accuracy(mine):10.1f}%")

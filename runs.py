@@ -12,6 +12,7 @@ checkpoints -> evaluation and record -> pictures.
 import argparse
 import contextlib
 import importlib
+import itertools
 import json
 import math
 import os
@@ -26,6 +27,7 @@ from tqdm import tqdm
 
 import data
 import judge
+import worlds
 
 GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar",   # they train on Shapes2D
               "maskgit_factored")
@@ -56,6 +58,10 @@ def add_common_arguments(parser, name, defaults, shapes2d=True):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     if shapes2d:
+        parser.add_argument("--world", default=data.NAME, choices=worlds.WORLDS,
+                            help="what the images show: data.py's Shapes2D or a world beside it "
+                                 "(worlds.py); a world may size --train-per-comp and "
+                                 "--samples-per-comp otherwise (its RUN_DEFAULTS)")
         parser.add_argument("--cond", default=defaults["cond"], choices=data.COND_MODES)
         parser.add_argument("--cond-drop", type=float, default=defaults["cond_drop"],
                             help="hiding probability per factor")
@@ -91,6 +97,14 @@ def add_common_arguments(parser, name, defaults, shapes2d=True):
                              "outside); checkpoints load without it")
 
 
+def parse_args(parser, argv=None):
+    """The flags, the defaults of what the chosen world sizes otherwise (RUN_DEFAULTS) first."""
+    known, _ = parser.parse_known_args(argv)
+    if "world" in vars(known):
+        parser.set_defaults(**worlds.world(known.world).RUN_DEFAULTS)
+    return parser.parse_args(argv)
+
+
 def resolve_device(name):
     """'auto' -> cuda, then mps, then cpu; an explicit device must exist."""
     available = {"cpu": True, "cuda": torch.cuda.is_available(),
@@ -118,6 +132,10 @@ def script(name):
 def start_run(parser, args, name):
     """Validate flags (check_values), pick the device, guard the run folder, write config.json."""
     check_values(parser, args)
+    modes = worlds.world(vars(args)).COND_MODES
+    if "cond" in vars(args) and args.cond not in modes:
+        parser.error(f"--cond {args.cond} does not apply to --world {args.world}; choose from "
+                     f"{', '.join(modes)}")
     if args.eval_every > args.steps:
         parser.error(f"--eval-every {args.eval_every} is larger than --steps {args.steps}")
     args.device = resolve_device(args.device)
@@ -211,7 +229,8 @@ def run(name, config, train, closing=None):
     except KeyboardInterrupt:
         raise SystemExit(f"\ninterrupted; the last evaluation's checkpoint is in {config['out']}: "
                          f"continue with --resume --out {config['out']}")
-    (closing or report)(read_metrics(config["out"])[-1])
+    last = read_metrics(config["out"])[-1]
+    closing(last) if closing else report(last, worlds.world(config))
 
 
 def start_clock(config, before=0.0):
@@ -220,8 +239,18 @@ def start_clock(config, before=0.0):
     config["clock"] = dict(start=time.time(), before=before)
 
 
-def report(metrics):
-    """The per-composition table (three readings) and the closing line of the contract."""
+def report(metrics, world=data):
+    """The per-composition table (three readings; a world of many compositions: per group of its
+    table) and the closing line of the contract."""
+    if world is not data:
+        print(f"{'group':<8} {'codes':>5} {'composed':>8} {'fidelity':>8} {'probe':>6}")
+        for name, codes in world.GROUPS.items():
+            print(f"{name:<8} {len(codes):>5}" + "".join(
+                f" {100 * np.mean([metrics[key][c] for c in codes]):7.1f}%"
+                for key in ("acc", "fidelity", "probe_acc")))
+        print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | "
+              f"level-2 {100 * metrics['level2']:.1f}")
+        return
     print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} "
           f"{'probe':>6}")
     for code in data.COMPOSITIONS:
@@ -374,10 +403,12 @@ def draw_and_read(draw, model, tokenizer, config, step, loss):
     and print the step's line. Returns the metrics."""
     loss = read_loss(loss, step, config)
     model.eval()
-    bits = requests(config["samples_per_comp"])
+    world = worlds.world(config)
+    bits = world.requests(config["samples_per_comp"])
     images = generate(draw, model, tokenizer, config, bits, config["seed"])
     model.train()
-    metrics = record(config["out"], step, loss, images, bits, title(config), elapsed(config))
+    metrics = record(config["out"], step, loss, images, bits, title(config), elapsed(config),
+                     world)
     tqdm.write(f"step {step}: seen {100 * metrics['seen']:.1f} | level-1 "
                f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f} | "
                f"loss {loss:.4f}")
@@ -408,18 +439,13 @@ def title(config):
     return f"{config['model']} ({', '.join(said)}){again}"
 
 
-def requests(n_per_code):
-    """The factor bits asked of each sample, n_per_code of each composition in order: (N, 3)."""
-    return np.repeat([data.code_to_bits(c) for c in data.COMPOSITIONS], n_per_code, 0)
-
-
 def generate(draw, model, tokenizer, config, bits, seed):
     """Images (N, H, W, 3) in [0, 1] asked for bits (N, 3), drawn as a run's evaluations draw them:
     latents from seed, the sampler's random draws from seed + 1, so every evaluation asks the same.
     The condition and the sampler's rng are on the model's device."""
-    device = next(model.parameters()).device
-    latents = data.sample_latents(bits, np.random.default_rng(seed))
-    values, present = data.conditioning(latents, config["cond"], train=False)
+    device, world = next(model.parameters()).device, worlds.world(config)
+    latents = world.sample_latents(bits, np.random.default_rng(seed))
+    values, present = world.conditioning(latents, config["cond"], train=False)
     rng = torch.Generator(device).manual_seed(seed + 1)
     values, present = values.to(device), present.to(device)
     return np.asarray(draw(model, tokenizer, config, values, present, rng))
@@ -431,15 +457,18 @@ def elapsed(config):
     return round(clock["before"] + time.time() - clock["start"], 1)
 
 
-def record(out, step, loss, images, bits, title, seconds=0.0):
+def record(out, step, loss, images, bits, title, seconds=0.0, world=data):
     """Judge one evaluation's samples; write metrics.jsonl,
     samples/step_N.npz, samples.npz/png, curves.png."""
     images = as_uint8(images)
     bits = np.asarray(bits, dtype=np.int64)
-    metrics = dict(step=step, loss=float(loss), seconds=seconds, **judge.evaluate(images, bits))
+    metrics = dict(step=step, loss=float(loss), seconds=seconds,
+                   **judge.evaluate(images, bits, world))
     keep(out, metrics, images=images, factors=bits)
-    save_samples_png(os.path.join(out, "samples.png"), images, bits, title=f"{title}, step {step}")
-    save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title)
+    picture = save_samples_png if world is data else save_grid_png
+    picture(os.path.join(out, "samples.png"), images, bits, title=f"{title}, step {step}",
+            world=world)
+    save_curves_png(os.path.join(out, "curves.png"), read_metrics(out), title=title, world=world)
     return metrics
 
 
@@ -473,7 +502,7 @@ def pyplot():
     return plt
 
 
-def save_samples_png(path, images, bits, per_row=12, title=""):
+def save_samples_png(path, images, bits, per_row=12, title="", world=data):
     """One labelled row per composition; the split is named and coloured on the label."""
     plt = pyplot()
     images = np.asarray(images)
@@ -510,15 +539,17 @@ def log_step_axis(ax):
     ax.set_xlabel("training step")
 
 
-def save_curves_png(path, history, title=""):
-    """The composition reading per composition over training, log-scaled steps."""
+def save_curves_png(path, history, title="", world=data):
+    """The composition reading per composition over training (a world of many compositions: per
+    group of its table, GROUPS), log-scaled steps."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
     steps = [m["step"] for m in history]
-    for code in data.COMPOSITIONS:
-        split = data.split_of(code)
-        ax.plot(steps, [100 * m["acc"].get(code, np.nan) for m in history], marker="o",
-                markersize=3, color=SPLIT_COLORS[split], label=f"{code} ({split})",
+    rows = getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})
+    for name, codes in rows.items():
+        split = world.split_of(codes[0])
+        ax.plot(steps, [100 * np.mean([m["acc"].get(c, np.nan) for c in codes]) for m in history],
+                marker="o", markersize=3, color=SPLIT_COLORS[split], label=f"{name} ({split})",
                 linestyle="-" if split != "level1" else "--")
     log_step_axis(ax)
     ax.set_ylabel("composed (%): legible, all three factors right")
@@ -526,5 +557,38 @@ def save_curves_png(path, history, title=""):
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, ncol=2)
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)   # fixed margins: no layout
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def save_grid_png(path, images, bits, title="", world=data):
+    """A world of many compositions as the study's grids: one cell a composition (its first
+    sample), rows the values of every factor but the last, columns the last factor's values,
+    each cell bordered by its split's colour."""
+    plt = pyplot()
+    from matplotlib.colors import to_rgb
+    images, sizes = as_uint8(images), [len(values) for values in world.VALUES]
+    columns, rows = sizes[-1], int(np.prod(sizes[:-1]))
+    side, cell = world.IMAGE_SIZE, world.IMAGE_SIZE + 4             # an image in a 2-pixel frame
+    mosaic = np.full((rows * cell, columns * cell, 3), 255, np.uint8)
+    codes = [world.bits_to_code(b) for b in bits]
+    for code in dict.fromkeys(codes):
+        index = np.unravel_index(np.ravel_multi_index(world.code_to_bits(code), sizes),
+                                 (rows, columns))
+        top, left = index[0] * cell, index[1] * cell
+        mosaic[top:top + cell, left:left + cell] = np.array(
+            to_rgb(SPLIT_COLORS[world.split_of(code)])) * 255
+        mosaic[top + 2:top + 2 + side, left + 2:left + 2 + side] = images[codes.index(code)]
+    fig = plt.figure(figsize=(columns * 0.45 + 1.6, rows * 0.45 + 0.5))
+    ax = fig.add_axes((1.5 / (columns * 0.45 + 1.6), 0.01, 0.99 - 1.5 / (columns * 0.45 + 1.6),
+                       1 - 0.5 / (rows * 0.45 + 0.5)))
+    ax.imshow(mosaic, interpolation="nearest")
+    ax.set_xticks([(c + 0.5) * cell for c in range(columns)], world.VALUES[-1], fontsize=6)
+    ax.xaxis.tick_top()
+    labels = [" ".join(v) for v in itertools.product(*world.VALUES[:-1])]
+    ax.set_yticks([(r + 0.5) * cell for r in range(rows)], labels, fontsize=6)
+    ax.tick_params(length=0)
+    fig.suptitle(f"{title}   (frame: seen {SPLIT_COLORS['seen']}, level-1 "
+                 f"{SPLIT_COLORS['level1']}, level-2 {SPLIT_COLORS['level2']})", fontsize=7)
     fig.savefig(path, dpi=110)
     plt.close(fig)

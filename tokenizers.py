@@ -60,15 +60,20 @@ class Codebook:
     mask (patch x patch coverage) times colour, each quantized on its own:
     `n_masks` k-means masks (1024) and a palette of `n_colors` k-means colours (2: one red, one
     blue), so id = mask_index * n_colors + color_index, a vocabulary of n_masks * n_colors.
-    Encoding picks the pair with the least squared error.
+    Encoding picks the pair with the least squared error. A world of shaded solids fits the palette
+    on each pixel's hue at full strength (normalize) and leaves the shading to the masks; it fits
+    on `per_code` seen images of each composition (world.TOKENIZERS: its settings).
     """
 
-    def __init__(self, patch=4, n_masks=1024, n_colors=2, seed=0):
+    def __init__(self, patch=4, n_masks=1024, n_colors=2, seed=0, normalize=False, per_code=500,
+                 world=data):
         self.patch, self.n_masks, self.n_colors, self.seed = patch, n_masks, n_colors, seed
         self.vocab_size = n_masks * n_colors
-        images = data.training_set(500, seed=1000 + seed)[0]
+        images = world.training_set(per_code, seed=1000 + seed)[0]
         pixels = images.reshape(-1, 3)
         solid = pixels[pixels.max(1) > 0.6]                               # fully covered
+        if normalize:
+            solid = solid / solid.max(1, keepdims=True)                   # the hue at full value
         self.palette = _kmeans(solid, n_colors, seed)                     # (C, 3)
         masks = patchify(_alpha(images)[..., None], patch).reshape(-1, patch * patch)
         edges = masks[(masks.max(1) > 0.02) & (masks.min(1) < 0.98)]       # partly covered
@@ -109,9 +114,10 @@ class Codebook:
 class PCATokenizer:
     """A continuous compressed tokenizer: each patch projected on its top principal axes."""
 
-    def __init__(self, patch=4, dims=16, seed=0):
+    def __init__(self, patch=4, dims=16, seed=0, per_code=500, world=data):
         self.patch, self.dims, self.seed = patch, dims, seed
-        patches = torch.as_tensor(patchify(data.training_set(500, seed=1000 + seed)[0], patch))
+        images = world.training_set(per_code, seed=1000 + seed)[0]
+        patches = torch.as_tensor(patchify(images, patch))
         patches = patches.reshape(-1, patches.shape[-1]).double()
         self.mean = patches.mean(0)
         _, singular, axes = torch.linalg.svd(patches - self.mean, full_matrices=False)
@@ -134,11 +140,11 @@ class ContinuousTokenizer:
     pixels (C = 48), the codebook's vectors (the very codes MaskGIT predicts as ids, C = 48), or
     PCA (C = 16). What givt.py, mar.py, dit.py and ar.py's mixture head model."""
 
-    def __init__(self, name):
+    def __init__(self, name, world=data):
         if name not in ("pixels", "codebook", "pca"):
             raise ValueError(f"unknown tokenizer {name!r}; choose from pixels, codebook, pca")
         self.name = name
-        self.fitted = None if name == "pixels" else load_tokenizer(name)
+        self.fitted = None if name == "pixels" else load_tokenizer(name, world)
         self.dim = 16 if name == "pca" else 4 * 4 * 3
 
     def encode(self, images):
@@ -155,17 +161,19 @@ class ContinuousTokenizer:
         return unpatchify((tokens + 1) / 2, 4).numpy()                      # (B, H, W, 3)
 
 
-def load_tokenizer(name, **settings):
-    """'codebook' or 'pca', built once and cached under .cache/ (deterministic)."""
+def load_tokenizer(name, world=data, **settings):
+    """'codebook' or 'pca' of the world (its TOKENIZERS settings, then these), built once and cached
+    under .cache/ (deterministic)."""
     kinds = {"codebook": Codebook, "pca": PCATokenizer}
     if name not in kinds:
         raise ValueError(f"unknown tokenizer {name!r}; choose from {', '.join(kinds)}")
-    path = data.cache_path(f"tokenizer-{name}",
-                      sorted(settings.items()) + [kinds[name].__init__.__defaults__])
+    settings = {**world.TOKENIZERS.get(name, {}), **settings}
+    defaults = kinds[name].__init__.__defaults__[:-1]                  # all but the world
+    path = data.cache_path(f"tokenizer-{name}", sorted(settings.items()) + [defaults], world)
     if os.path.exists(path):
         tokenizer = kinds[name].__new__(kinds[name])
         tokenizer.__dict__.update(torch.load(path, weights_only=True))
         return tokenizer
-    tokenizer = kinds[name](**settings)
+    tokenizer = kinds[name](**settings, world=world)
     data.save_to_cache(tokenizer.__dict__, path)
     return tokenizer
