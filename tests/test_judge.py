@@ -142,6 +142,90 @@ def test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_ove
     assert result["retrieval_5nn"] == pytest.approx(4 / 8)             # samples 0, 1, 3, 7
 
 
+def test_judge_retrieval_counts_a_neighbour_only_when_all_three_factors_are_asked_ones():
+    """retrieval_1nn and retrieval_5nn against neighbours that match the asked composition in some
+    factors and not in others (judge.readings and the references stood in, as above): a neighbour
+    with one factor off (shape, colour or size) or two is another composition; 5-NN needs 3 of 5
+    neighbours with all three."""
+    codes = ["000", "011", "101", "110", "111"]
+    off = [[{0}, set(), set(), set(), {1, 2}],             # 1-NN shape off; 3 of 5 exact
+           [set(), {1}, {2}, {0, 2}, set()],               # 1-NN exact; 2 of 5, three partial
+           [{1, 2}, {0, 1}, set(), set(), {2}],            # 1-NN two off; 2 of 5
+           [{2}, set(), set(), set(), {0}],                # 1-NN size off; 3 of 5
+           [{1}, {0}, {2}, {1}, set()]]                    # 1-NN colour off; 1 of 5
+    bits = np.array([data.code_to_bits(c) for c in codes])
+    images = np.zeros((5, 1, 1, 3), np.float32)
+    images[:, 0, 0, 0] = 100 * np.arange(5)                        # sample i sits at 100 i
+    reference = np.array([[100 * i + k + 1, 0, 0] for i in range(5) for k in range(5)])
+    reference_bits = np.array([[1 - b if f in flipped else b for f, b in enumerate(asked)]
+                               for asked, row in zip(bits, off) for flipped in row])
+    judged = {key: np.ones(5, bool) for key in ("composed", "precise", "legible")}
+    judged["probe_factors"] = np.ones((5, 3), bool)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(judge, "readings", lambda images, factors: judged)
+        patch.setattr(judge, "instruments", lambda: {
+            "reference": torch.as_tensor(reference, dtype=torch.float32),
+            "reference_bits": reference_bits})
+        patch.setattr(judge, "centred_pixels", lambda x: torch.as_tensor(x).flatten(1))
+        result = judge.evaluate(images, bits)
+    assert result["retrieval_1nn"] == pytest.approx(1 / 5)             # sample 1
+    assert result["retrieval_5nn"] == pytest.approx(2 / 5)             # samples 0 and 3
+
+
+def test_judge_legible_holds_each_tolerance_at_its_edge():
+    """judge.legible on measurements set by hand: each one at its tolerance is legible, just past it
+    is not (in the measurement's own units: pixels, a fraction of the object, a colour channel);
+    the shape is a circle below circle_below or a triangle from triangle_above, not in between."""
+    rule = judge.LEGIBLE
+    clean = {"area": 40, "second_area": 0, "chimera": 0.0, "other_patch": 0, "color_error": 0.0,
+             "size": 7.0, "reach": 0.0, "local": 0.0, "circle_score": 0.0, "w": 0.0}
+    cases = [({}, True),
+             ({"area": rule["min_area"]}, True), ({"area": rule["min_area"] - 1}, False),
+             ({"second_area": rule["max_second_area"]}, True),
+             ({"second_area": rule["max_second_area"] + 1}, False),
+             ({"chimera": rule["max_chimera"]}, True),
+             ({"chimera": rule["max_chimera"] + 0.01}, False),
+             ({"other_patch": rule["max_other_patch"]}, True),
+             ({"other_patch": rule["max_other_patch"] + 1}, False),
+             ({"color_error": rule["max_color_error"]}, True),
+             ({"color_error": rule["max_color_error"] + 0.01}, False),
+             ({"size": rule["sizes"][0]}, True), ({"size": rule["sizes"][0] - 0.05}, False),
+             ({"size": rule["sizes"][1]}, True), ({"size": rule["sizes"][1] + 0.05}, False),
+             ({"reach": rule["max_reach"]}, True), ({"reach": rule["max_reach"] + 0.01}, False),
+             ({"local": rule["max_local"]}, True), ({"local": rule["max_local"] + 0.01}, False),
+             ({"w": 0.2, "circle_score": rule["circle_below"]}, True),
+             ({"w": 0.2, "circle_score": rule["circle_below"] + 0.01}, False),
+             ({"w": rule["triangle_above"], "circle_score": 0.9}, True),
+             ({"w": rule["triangle_above"] - 0.01, "circle_score": 0.9}, False)]
+    objects = {key: np.array([changed.get(key, value) for changed, _ in cases])
+               for key, value in clean.items()}
+    got = judge.legible(objects)
+    assert [bool(g) for g in got] == [want for _, want in cases], \
+        [changed for (changed, want), g in zip(cases, got) if bool(g) != want]
+
+
+def test_judge_well_formed_holds_each_tolerance_at_its_edge(monkeypatch):
+    """judge.well_formed on fits set by hand (judge.fit_world stood in): at most MAX_BAD_PIXELS
+    pixels off, a colour within COLOR_JITTER + 0.07 of a class colour in every channel, a size
+    within half a pixel of the world's range; each at its edge and just past it."""
+    red, edge = data.CLASS_COLORS[0], data.COLOR_JITTER + 0.07
+    low, high = data.SIZE_RANGES.min() - 0.5, data.SIZE_RANGES.max() + 0.5
+    cases = [({}, True), ({"bad": judge.MAX_BAD_PIXELS}, True),
+             ({"bad": judge.MAX_BAD_PIXELS + 1}, False),
+             ({"color": red + [edge - 0.005, 0, 0]}, True),
+             ({"color": red + [0, -(edge + 0.005), 0]}, False),
+             ({"color": data.CLASS_COLORS[1] + [0, 0, edge - 0.005]}, True),
+             ({"size": low}, True), ({"size": low - 0.05}, False),
+             ({"size": high}, True), ({"size": high + 0.05}, False)]
+    latents = np.array([[0.0, *changed.get("color", red), changed.get("size", 7.0), 16.0, 16.0]
+                        for changed, _ in cases])
+    bad = np.array([changed.get("bad", 0) for changed, _ in cases])
+    monkeypatch.setattr(judge, "fit_world", lambda images: (latents, bad))
+    got = judge.well_formed(np.zeros((len(cases), 32, 32, 3), np.float32))
+    assert [bool(g) for g in got] == [want for _, want in cases], \
+        [changed for (changed, want), g in zip(cases, got) if bool(g) != want]
+
+
 def test_judge_gallery_agreement_counts_each_verdict_by_the_persons_label(tmp_path, monkeypatch):
     """The agreement and its confusion table from six verdicts set by hand (judge.verdicts stood
     in): rows are the person's labels, columns the judge's."""

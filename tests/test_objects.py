@@ -66,6 +66,51 @@ def test_the_counter_on_hand_made_canvases():
     assert objects_world.objects_right(speck, asked)
 
 
+def blob(*pixels):
+    """A hand-made image: the object's colour on exactly these (row, column) pixels."""
+    image = np.zeros((data.IMAGE_SIZE, data.IMAGE_SIZE, 3), np.float32)
+    for row, column in pixels:
+        image[row, column] = objects_world.OBJECT_COLOR
+    return image
+
+
+def block(top, left, rows, columns):
+    return [(top + i, left + j) for i in range(rows) for j in range(columns)]
+
+
+def test_objects_world_counter_holds_each_tolerance_at_its_edge():
+    """Each tolerance of the counter, in its own units, just inside and just outside: a disc within
+    2 px of its asked location in the plane (1.9 px off is right, 2.1 px and 1.5 px in x and in y
+    are not, 1.35 px in each is; 2.0 px exactly is within), of 5 to 20 pixels (4 and 21 are not),
+    of pixels brighter than 0.3 in their largest channel, and parts of three pixels or more."""
+    disc = canvas((16.0, 10.0, 1.8))                   # centred on a pixel corner: centroid exact
+    for (dx, dy), right in {(0.0, 1.9): True, (0.0, 2.0): True, (0.0, 2.1): False,
+                            (1.9, 0.0): True, (-2.1, 0.0): False, (1.35, 1.35): True,
+                            (1.5, 1.5): False, (-1.35, 1.35): True}.items():
+        assert objects_world.objects_right(disc, [(16.0 + dx, 10.0 + dy)]) == right, (dx, dy)
+    plus = [(9, 15), (8, 15), (10, 15), (9, 14), (9, 16)]          # 5 px, centroid (15.5, 9.5)
+    for pixels, right in ((plus, True), (plus[:4], False), (block(8, 14, 4, 5), True),
+                          (block(8, 13, 3, 7), False)):                 # 5, 4, 20, 21 pixels
+        xs = np.mean([c for _, c in pixels]) + 0.5
+        ys = np.mean([r for r, _ in pixels]) + 0.5
+        assert objects_world.objects_right(blob(*pixels), [(xs, ys)]) == right, len(pixels)
+    for brightness, found in ((0.31, 1), (0.29, 0)):                # the largest channel's
+        image = blob(*block(8, 14, 3, 3)) / objects_world.OBJECT_COLOR.max() * brightness
+        assert len(objects_world.find_objects(image)) == found, brightness
+    parts = blob((2, 2), (2, 3), (20, 20), (20, 21), (21, 20))           # 2 px and 3 px
+    assert [area for _, area in objects_world.find_objects(parts)] == [3]
+
+
+def test_objects_readings_find_an_asked_location_within_2_px_and_no_further():
+    """objects.readings' found and extra, at their edge: a disc 1.9 px (and 2.0 px) from the asked
+    location found it, one 2.1 px off did not and is an extra disc."""
+    disc = canvas((16.0, 10.0, 1.8))
+    asked = [np.array([[16.0, 11.9]]), np.array([[16.0, 12.0]]), np.array([[16.0, 12.1]]),
+             np.array([[14.5, 11.5]])]                                     # 2.12 px off
+    _, found, extra = objects.readings(np.stack([disc] * 4), asked)
+    assert found.tolist() == [1.0, 1.0, 0.0, 0.0] and extra.tolist() == [0, 0, 1, 1]
+
+
 # ----------------------------------------------------------------------- the method
 def test_local_conditioning_reaches_the_patches_in_and_next_to_a_location():
     points, present = torch.tensor([[[9.0, 13.0], [30.0, 2.0]]]), torch.tensor([[True, False]])
@@ -107,6 +152,8 @@ def test_objects_near_pixels_are_the_pixel_centres_within_the_radius_of_x_y():
     expected = torch.tensor([[(column + 0.5 - centre[0]) ** 2 + (row + 0.5 - centre[1]) ** 2
                               <= radius ** 2 for column in range(32)] for row in range(32)])
     assert torch.equal(near, expected) and near[20, 5] and not near[5, 20]
+    edge = objects.near_pixels(torch.tensor([centre]), 2.0)[0]    # 2 px in x or in y: on the edge
+    assert edge[20, 7] and edge[22, 5] and edge[18, 5] and not edge[22, 6] and edge.sum() == 13
 
 
 def test_objects_readings_count_found_asked_locations_and_extra_discs_apart():
@@ -301,7 +348,7 @@ def standard_normal(noise):
 def test_objects_locality_noises_once_at_t_tells_the_model_t_and_moves_in_x_then_in_y(threes):
     x_0, positions = threes
     model = Denoiser(local)
-    objects.locality(model, x_0, positions, 0.3, generator(), nudge=0.5)
+    objects.locality(model, x_0, positions, 0.3, generator())              # by its defaults
     base, in_x, in_y = model.calls
     for call in model.calls:
         assert torch.equal(call["t"], torch.full((8,), 0.3)), "the model is told the time t"
@@ -312,7 +359,7 @@ def test_objects_locality_noises_once_at_t_tells_the_model_t_and_moves_in_x_then
     assert torch.equal(base["points"], points)
     for call, axis in ((in_x, 0), (in_y, 1)):
         moved = points.clone()
-        moved[:, 0, axis] += 0.5                                  # the first location alone
+        moved[:, 0, axis] += 0.5                                  # the first location alone, 0.5 px
         assert torch.equal(call["points"], moved)
     again, other = Denoiser(local), Denoiser(local)               # the noise is the generator's
     objects.locality(again, x_0, positions, 0.3, generator())
