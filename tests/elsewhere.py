@@ -19,6 +19,9 @@ device; its backward is a masked_select, counted), and x[mask] = number (a maske
 `elsewhere(capability=(7, 5))` makes the device a CUDA GPU of that compute capability to runs.py's
 precision rule: runs.half_precision picks fp16 (bf16 from 8.0) and runs.grad_scaler scales, and
 the device computes in the dtype the autocast asks (its heads in fp32 through runs.full_precision).
+
+`simulated_gpus(monkeypatch, count)` makes torch report a machine of `count` CUDA GPUs (their
+count, name, memory and CUDA version), for the tools that count them; nothing runs on them.
 """
 import contextlib
 import copy
@@ -289,3 +292,15 @@ def elsewhere(capability=None):
     finally:
         for (owner, name), value in before.items():
             setattr(owner, name, value)
+
+
+def simulated_gpus(monkeypatch, count=3):
+    """torch as it is on a machine with `count` CUDA GPUs of 80 GiB (none is ever used here)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Simulated GPU")
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device: type("Properties", (), {"total_memory": 80 * 2 ** 30}))
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 91000)
+

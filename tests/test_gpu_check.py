@@ -10,6 +10,7 @@ import subprocess
 import sys
 import warnings
 
+import elsewhere
 import pytest
 import scripts
 import torch
@@ -339,3 +340,26 @@ def test_the_time_course_stops_at_minutes_keeping_what_it_has_and_resumes(tmp_pa
     for job in (long, ladder):
         config = json.loads((out / "runs" / job[3] / "config.json").read_text())
         assert (config["lr_schedule"], config["steps"]) == ("cosine", job[1])
+
+
+def test_the_check_counts_the_gpus_torch_sees_and_hands_the_count_to_every_run(tmp_path,
+                                                                                 monkeypatch):
+    """On a simulated machine of three GPUs: the provenance says 3, and the warm-up and the runs
+    are spread over 3 (reproduce.execute gives each slot its own); on the CPU, none."""
+    elsewhere.simulated_gpus(monkeypatch)
+    found = gpu_check.provenance("cuda", None)
+    assert (found["gpus"], found["gpu_memory_gib"], found["cuda"], found["gpu"]) == \
+        (3, 80.0, "12.4", "Simulated GPU")
+    handed = {}
+    monkeypatch.setattr(gpu_check, "warm_up", lambda out, device, gpus: handed.update(
+        warm_up=gpus) or 0.0)
+    monkeypatch.setattr(gpu_check, "speeds", lambda *args: {})
+    monkeypatch.setattr(reproduce, "run_all", lambda jobs, workers, gpus, deadline=None,
+                        failed=None: handed.update(runs=gpus) or [])
+    for device, gpus in (("cuda", 3), ("cpu", 0)):
+        out = tmp_path / device
+        gpu_check.main(["--device", device, "--models", "dit", "--out", str(out)])
+        assert handed == {"warm_up": gpus, "runs": gpus}, device
+        summary = json.loads((out / "gpu.json").read_text())
+        assert summary["provenance"]["gpus"] == gpus, device
+

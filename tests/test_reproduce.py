@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import elsewhere
 import pytest
 
 import scripts
@@ -173,3 +174,25 @@ def test_ctrl_c_stops_the_suite_and_starts_no_more_runs(tmp_path):
     time.sleep(3)
     assert sorted(runs.glob("**/log.txt")) == started                     # and nothing left running
     assert not (runs / "README.md").exists()
+
+
+def test_the_suite_puts_runs_per_gpu_on_each_gpu_torch_sees(tmp_path, monkeypatch):
+    """tools/reproduce.py on a simulated machine of three GPUs and 64 cores: --device auto or cuda
+    spreads the runs over the 3 GPUs, RUNS_PER_GPU on each at once (fewer where the cores are
+    fewer); cpu and mps see no GPU and run one at a time; --workers is taken as it is."""
+    import reproduce
+    elsewhere.simulated_gpus(monkeypatch)
+    handed = []
+    monkeypatch.setattr(reproduce, "run_all", lambda todo, workers, gpus: handed.append(
+        (workers, gpus)) or [])
+    monkeypatch.setattr(reproduce, "report", lambda runs_dir: [])
+    per_gpu = reproduce.RUNS_PER_GPU
+    for cores, flags, expected in ((64, ["--device", "auto"], (3 * per_gpu, 3)),
+                                   (64, ["--device", "cuda"], (3 * per_gpu, 3)),
+                                   (16, ["--device", "cuda"], (16, 3)),
+                                   (64, ["--device", "cuda", "--workers", "5"], (5, 3)),
+                                   (64, ["--device", "cpu"], (1, 0)),
+                                   (64, ["--device", "mps"], (1, 0))):
+        monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
+        reproduce.main(["--budget", "tiny", "--runs", str(tmp_path / "runs"), *flags])
+        assert handed.pop() == expected, (cores, flags)

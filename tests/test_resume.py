@@ -10,10 +10,12 @@ objects.py's host generator that places the discs), and each must be saved and r
 A ckpt.pt cut short (a disk that filled, a copy that stopped) ends --resume in one line that
 names the file and says to start a new --out, not in torch's traceback."""
 import importlib
+import json
 import os
 import shutil
 
 import elsewhere
+import numpy as np
 import pytest
 import scripts
 import torch
@@ -142,3 +144,43 @@ def test_resume_of_a_truncated_checkpoint_says_so_in_one_line(kept, tmp_path, ti
     assert before == {name: (out / name).read_bytes() for name in before}     # nothing written
     with pytest.raises(SystemExit, match="damaged .* start a new --out"):
         runs.read_checkpoint(str(checkpoint))
+
+
+# ------------------------------------------------------------------------ the clock across a resume
+def test_resume_goes_on_from_the_last_kept_evaluations_seconds(tmp_path, monkeypatch):
+    """metrics.jsonl's seconds are the run's wall time, a resumed run's earlier time included: on a
+    clock set by hand, a run stopped after its checkpoint at step 4 (evaluated at 2, 4 and 6, the
+    last with no checkpoint) goes on from step 4's seconds, not from 0 nor from step 6's, however
+    long the resume itself took; its next evaluation records them plus the time since. A run not
+    resumed starts at 0."""
+    now = [1000.0]
+    monkeypatch.setattr(runs, "time", type("Clock", (), {"time": staticmethod(lambda: now[0])}))
+    out = tmp_path / "run"
+    settings = {"out": str(out), "steps": 8, "eval_every": 2, "resume": False}
+    runs.Checkpoints(settings, rng=torch.Generator().manual_seed(0)).save(4)
+    with open(out / "metrics.jsonl", "w") as f:
+        for step, seconds in ((2, 10.0), (4, 30.5), (6, 47.0)):
+            f.write(json.dumps({"step": step, "seconds": seconds}) + "\n")
+    resumed = dict(settings, resume=True)
+    runs.start_clock(resumed)                                    # as runs.run starts it, at 1000
+    now[0] = 1100.0                                              # reading the checkpoint took 100 s
+    assert runs.Checkpoints(resumed, rng=torch.Generator()).resume() == 4
+    assert [m["step"] for m in runs.read_metrics(str(out))] == [2, 4]
+    now[0] = 1107.0
+    assert runs.elapsed(resumed) == 37.5
+    recorded = {}
+
+    def record(out, step, loss, images, bits, title, seconds=0.0, *world):
+        recorded.update(seconds=seconds)
+        return dict(seen=0, level1=0, level2=0)
+    monkeypatch.setattr(runs, "record", record)
+    resumed.update(samples_per_comp=1, seed=0, cond="continuous", model="dit")
+    runs.draw_and_read(lambda model, tokenizer, config, values, present, rng:
+                       np.zeros((len(values), 32, 32, 3)), torch.nn.Linear(1, 1), None, resumed,
+                       6, 0.0)
+    assert recorded["seconds"] == 37.5                           # what the evaluation writes
+    fresh = dict(settings, out=str(tmp_path / "fresh"))
+    runs.start_clock(fresh)
+    assert runs.Checkpoints(fresh).resume() == 0
+    now[0] = 1111.0
+    assert runs.elapsed(fresh) == 4.0
