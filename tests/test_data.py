@@ -173,6 +173,24 @@ def test_dropout_hides_each_factor_on_its_own():
     assert abs(hidden.float().mean().item() - 0.3) < 0.01
 
 
+def test_dropout_draws_from_the_runs_generator_alone():
+    """The factors hidden are drawn by the generator handed in (the run's, saved for --resume): the
+    same seed hides the same factors whatever the global random state, another seed others, and
+    the global random state does not move."""
+    many = np.repeat(data.sample_latents([[1, 0, 1]], np.random.default_rng(0)), 200, 0)
+    hidden = []
+    for global_seed, seed in ((0, 5), (1, 5), (0, 6)):
+        torch.manual_seed(global_seed)
+        state = torch.get_rng_state()
+        for mode in ("dropout", "discrete-dropout"):
+            _, present = data.conditioning(many, mode, drop_prob=0.3,
+                                           rng=torch.Generator().manual_seed(seed))
+            hidden.append(~present[:, :3])
+        assert torch.equal(torch.get_rng_state(), state), "the global random state moved"
+    assert torch.equal(hidden[0], hidden[2]) and torch.equal(hidden[1], hidden[3])
+    assert not torch.equal(hidden[0], hidden[4]) and not torch.equal(hidden[1], hidden[5])
+
+
 def test_the_codebook_reads_each_patch_as_its_nearest_mask_times_colour():
     """encode picks the (mask, colour) pair of least squared error, id = mask * colours + colour:
     no other pair is closer to the patch than the one it picked."""

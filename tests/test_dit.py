@@ -122,6 +122,27 @@ def test_a_block_is_adaln_attention_then_adaln_mlp():
     assert torch.allclose(block(x, c), expected, atol=1e-6)
 
 
+def test_a_block_passes_the_gradient_to_its_condition():
+    """The condition's gradient through a block is that of the direct computation above: the
+    condition and time embeddings learn through every block, not through the final layer alone."""
+    torch.manual_seed(0)
+    block = dit.Block(16, 4)
+    torch.nn.init.normal_(block.modulation.weight, std=0.3)
+    x, weights = torch.randn(2, 9, 16), torch.randn(2, 9, 16)
+    c = torch.randn(2, 16, requires_grad=True)
+    (got,) = torch.autograd.grad((block(x, c) * weights).sum(), c)
+
+    def norm(z):
+        return torch.nn.functional.layer_norm(z, (16,), eps=1e-6)
+    modulation = block.modulation(torch.nn.functional.silu(c))[:, None]
+    shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)
+    h = norm(x) * (1 + scale1) + shift1
+    x1 = x + gate1 * block.attention(h, h, h, need_weights=False)[0]
+    expected = x1 + gate2 * block.mlp(norm(x1) * (1 + scale2) + shift2)
+    (want,) = torch.autograd.grad((expected * weights).sum(), c)
+    assert want.abs().sum() > 0 and torch.allclose(got, want, atol=1e-5)
+
+
 def test_the_path_is_a_straight_line_between_image_and_noise():
     x_0, eps = torch.randn(3, 64, 48), torch.randn(3, 64, 48)
     t = torch.tensor([0.2, 0.5, 0.9])

@@ -69,6 +69,7 @@ def test_ablating_a_head_removes_exactly_its_contribution(zero):
     replaced[:, 1] = 0 if zero else mean
     direct = torch.nn.functional.linear(replaced.transpose(1, 2).flatten(2),
                                         attention.out_proj.weight, attention.out_proj.bias)
+    before = {name: value.clone() for name, value in model.state_dict().items()}
     with torch.no_grad():
         # the head decomposition is exact
         assert torch.allclose(attention(h, h, h, need_weights=False)[0],
@@ -83,6 +84,42 @@ def test_ablating_a_head_removes_exactly_its_contribution(zero):
                               torch.nn.functional.linear(others.transpose(1, 2).flatten(2),
                                                          attention.out_proj.weight,
                                                          attention.out_proj.bias), atol=1e-5)
+    after = model.state_dict()
+    assert [name for name in before if not torch.equal(before[name], after[name])] == []
+
+
+def test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back():
+    """Inside: the MLP's and the modulation's outputs are their means (the block sees them);
+    leaving, by the end of the `with` block or by an error in it, puts back every weight (a head's
+    out_proj too) and removes every hook: the network computes what it did, bit for bit."""
+    model = tiny_dit()
+    block = model.blocks[0]
+    x, t = torch.randn(2, 64, 48), torch.full((2,), 0.5)
+    values, present = data.conditioning(data.sample_latents([[0, 0, 0], [1, 1, 1]],
+                                                            np.random.default_rng(0)),
+                                        "continuous", train=False)
+    means = {"block 0 mlp": torch.full((32,), 0.25), "block 0 adaLN": torch.full((6 * 32,), 0.1),
+             "block 0 head 2": torch.full((8,), -0.5)}
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    seen = {}
+    with torch.no_grad():
+        intact = model(x, t, values, present)
+        with inside.ablated(model, set(means), means):
+            hooks = [getattr(block, kind).register_forward_hook(
+                lambda m, a, out, kind=kind: seen.update({kind: out}))
+                for kind in ("mlp", "modulation")]
+            assert not torch.allclose(model(x, t, values, present), intact, atol=1e-4)
+            for hook in hooks:
+                hook.remove()
+        assert torch.equal(seen["mlp"], torch.full((2, 64, 32), 0.25))
+        assert torch.equal(seen["modulation"], torch.full((2, 6 * 32), 0.1))
+        assert torch.equal(model(x, t, values, present), intact)
+        with pytest.raises(KeyError):
+            with inside.ablated(model, set(means), means):
+                raise KeyError("an error inside")
+        assert torch.equal(model(x, t, values, present), intact)
+    after = model.state_dict()
+    assert [name for name in before if not torch.equal(before[name], after[name])] == []
 
 
 def test_the_recorded_mean_is_the_mean_of_what_the_unit_said():
@@ -160,13 +197,16 @@ def test_bad_input_is_refused(tmp_path, capsys):
 
 def test_the_layer_probe_standardises_what_it_reads():
     """The same code read at a scale of 1e4 and an offset of 5e3: a probe on standardised features
-    reads it as well as at unit scale."""
+    reads it as well as at unit scale. The statistics are the training set's: a test set of one
+    class alone (as 111's samples are) is read as well as a mixed one."""
     labels = torch.arange(400) % 2
     x = labels[:, None].float() + 0.3 * torch.randn(400, 6,
                                                     generator=torch.Generator().manual_seed(0))
     for features in (x, 1e4 * x + 5e3):
         predicted = inside.linear_probe(features[:300], labels[:300], features[300:])
         assert (predicted == labels[300:]).float().mean() >= 0.95
+    alone = features[300:][labels[300:] == 1]                                  # class 1 alone
+    assert (inside.linear_probe(features[:300], labels[:300], alone) == 1).float().mean() >= 0.95
 
 
 def test_the_circuit_ablation_takes_each_circuit_out_and_reports_the_drops(monkeypatch):
