@@ -87,8 +87,8 @@ def train_probe(n_per_code=None, seed=PROBE_SEED, world=data):
 
 def cached(name, read, train, world=data):
     """A probe on the feature map `read`, trained once by train() and cached under .cache/ as
-    `name` (the file's key changes with the world and its definition)."""
-    path = data.cache_path(name, world=world)
+    `name` (the file's key changes with the world, its definition and PROBE_PER_CODE)."""
+    path = data.cache_path(name, (world.PROBE_PER_CODE,), world)
     probe = LinearProbe(read, classes=classes_of(world))
     if os.path.exists(path):
         probe.load_state_dict(torch.load(path, weights_only=True))

@@ -31,11 +31,15 @@ def unpatchify(tokens, patch):
     return x.reshape(n, side * patch, side * patch, 3)
 
 
-def _kmeans(points, k, seed, iterations=25):
-    """Plain Lloyd k-means in torch, deterministic in seed: returns (k, D) centres."""
+def _kmeans(points, k, seed, iterations=25, spread=False):
+    """Plain Lloyd k-means in torch, deterministic in seed: returns (k, D) centres. It starts from
+    k random points, or (spread) from one random point and then each time the point farthest
+    from the centres so far, so that no small, distant cluster (a rare hue) is left out."""
     points = torch.as_tensor(points, dtype=torch.float32)
     rng = np.random.default_rng(seed)
     centres = points[torch.as_tensor(rng.choice(len(points), k, replace=False))].clone()
+    for j in range(1, k if spread else 0):
+        centres[j] = points[torch.cdist(points, centres[:j]).amin(1).argmax()]
     for _ in range(iterations):
         nearest = torch.cdist(points, centres).argmin(1)
         sums = torch.zeros_like(centres).index_add_(0, nearest, points)
@@ -74,7 +78,7 @@ class Codebook:
         solid = pixels[pixels.max(1) > 0.6]                               # fully covered
         if normalize:
             solid = solid / solid.max(1, keepdims=True)                   # the hue at full value
-        self.palette = _kmeans(solid, n_colors, seed)                     # (C, 3)
+        self.palette = _kmeans(solid, n_colors, seed, spread=normalize)  # (C, 3)
         masks = patchify(_alpha(images)[..., None], patch).reshape(-1, patch * patch)
         edges = masks[(masks.max(1) > 0.02) & (masks.min(1) < 0.98)]       # partly covered
         fitted = _kmeans(edges, n_masks - 2, seed)

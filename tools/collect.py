@@ -94,7 +94,8 @@ def setting(config):
         argv = [word for k in flags for word in value(k)]
         given = defaults(config["model"], argv)
         return [k for k, v in sorted(given.items()) if config.get(k, v) != v]
-    flags = []                            # one flag at a time, until the command gives them all
+    flags = ["world"] if config.get("world", data.NAME) != data.NAME else []   # it sets defaults
+    # then one flag at a time, until the command gives them all
     while wrong := moved(flags):
         flags = sorted(flags + wrong[:1])
     flags = sorted(flags + [k for k, unset in RETIRED.items() if config.get(k, unset) != unset])

@@ -1,0 +1,180 @@
+"""Worlds as plug-ins: shapes3d.py (the study's many-valued world) honours data.py's interface,
+its readings accept what a person accepts and refuse what a person refuses, and --world reaches
+every generator. Shapes2D's numbers are held by test_record.py (its tiny runs repeat the record)."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import data
+import probe
+import runs
+import scripts
+import shapes3d
+import tokenizers
+import worlds
+
+W = shapes3d
+
+
+def test_the_splits_are_the_studys_super_groups():
+    assert len(W.COMPOSITIONS) == 240 and len(set(W.COMPOSITIONS)) == 240
+    assert (len(W.SEEN), len(W.LEVEL1), len(W.LEVEL2)) == (190, 44, 6)
+    assert (len(W.GROUPS["group0"]), len(W.GROUPS["group1"])) == (84, 106)
+    assert set(W.LEVEL2) == {f"{c}2{z}" for c in (7, 8, 9) for z in (6, 7)}    # big coloured spheres
+    assert "726" in W.LEVEL2 and "026" in W.LEVEL1 and "720" in W.LEVEL1 and "727" in W.LEVEL2
+    assert "700" in W.GROUPS["group1"] and "000" in W.GROUPS["group0"] and "016" in W.SEEN
+    assert W.describe("726") == "indigo sphere 6"
+    with pytest.raises(ValueError, match="'7a6'"):
+        W.code_to_bits("7a6")
+
+
+def test_every_render_reads_back_as_its_code_by_class_bits_and_by_the_reading():
+    images, bits, latents = W.make_dataset(W.COMPOSITIONS, 1, seed=3)
+    assert np.array_equal(W.class_bits(torch.as_tensor(latents)).numpy(), bits)
+    judged = W.readings(images, bits)
+    assert judged["composed"].mean() >= 0.99 and judged["precise"].mean() >= 0.95
+    assert np.array_equal(judged["read"], bits)
+
+
+def test_the_calibration_rates_hold():
+    accepted, rejected, asked = W.calibration_images(60, seed=5)
+    for name, images in accepted.items():
+        assert W.readings(images.astype(np.float32), asked)["composed"].mean() >= 0.95, name
+    for name, images in rejected.items():
+        assert (~W.readings(images.astype(np.float32), asked)["legible"]).mean() >= 0.95, name
+
+
+def test_a_neighbour_hue_patch_is_refused_though_the_mean_colour_reads_right():
+    accepted, rejected, asked = W.calibration_images(40, seed=2)
+    patched = rejected["a patch of a neighbour hue"].astype(np.float32)
+    solids = W.read_solids(patched)
+    assert (solids["bits"][:, 0] == asked[:, 0]).mean() >= 0.9       # the mean hue is the asked
+    assert not W.readings(patched, asked)["legible"].any()
+
+
+def test_a_size_one_step_off_reads_as_that_size_not_the_asked_one():
+    rng = np.random.default_rng(0)
+    asked = np.array([[c, s, z] for c in (1, 8) for s in range(3) for z in range(7)])
+    off = asked + [0, 0, 1]
+    judged = W.readings(W.render(W.sample_latents(off, rng)), asked)
+    assert not judged["composed"].any() and judged["legible"].all()
+    assert np.array_equal(judged["read"], off)
+
+
+def test_shapes_are_told_apart_at_every_size():
+    rng = np.random.default_rng(1)
+    bits = np.array([[c, s, z] for c in range(10) for s in range(3) for z in range(8)])
+    read = W.read_solids(W.render(W.sample_latents(bits, rng)))["bits"]
+    assert np.array_equal(read[:, 1], bits[:, 1])
+
+
+def test_the_condition_gives_the_hue_on_a_circle_and_hides_what_a_mode_hides():
+    latents = torch.tensor([[358.0, 2, 12.3, 16.5, 15.0], [2.0, 0, 4.1, 15.0, 17.0]])
+    values, present = W.conditioning(latents, "continuous")
+    assert torch.allclose(values[0, :2], values[1, :2], atol=0.08)        # 358 and 2 are near
+    assert values[0, 2:5].tolist() == [0, 0, 1] and present.all()
+    exact, _ = W.conditioning(latents, "discrete")
+    assert torch.allclose(exact[:, :2], torch.tensor([[1.0, 0.0], [1.0, 0.0]]), atol=1e-6)
+    assert exact[0, 5] == pytest.approx((W.SIZES[7] - 8.2) / 4.2)
+    _, hidden = W.conditioning(latents, "discrete")
+    assert hidden[:, 3].eq(False).all() and hidden[:, :3].all()
+    many = torch.as_tensor(W.sample_latents(np.zeros((4000, 3), np.int64),
+                                            np.random.default_rng(0)))
+    one = W.conditioning(many, "dropout", 0.3, torch.Generator().manual_seed(4))[1]
+    two = W.conditioning(many, "dropout", 0.3, torch.Generator().manual_seed(4))[1]
+    assert torch.equal(one, two) and abs((~one[:, :3]).float().mean() - 0.3) < 0.03
+    with pytest.raises(ValueError, match="text"):
+        W.conditioning(latents, "text")
+
+
+def test_requests_ask_every_novel_code_n_times_and_every_seen_code_an_eighth():
+    bits = W.requests(8)
+    codes = [W.bits_to_code(b) for b in bits]
+    assert len(codes) == 50 * 8 + 190 and set(codes) == set(W.COMPOSITIONS)
+    assert codes.count("726") == 8 and codes.count("000") == 1
+    assert W.requests(16).shape == (50 * 16 + 190 * 2, 3)
+
+
+@pytest.mark.parametrize("kind", ["fixed", "fresh"])
+def test_training_data_of_a_world_holds_its_seen_codes_only(kind):
+    training = data.TrainingData(kind, 2, "continuous", 0.1, lambda x: x, world=W)
+    images, values, _ = training.batch(400, torch.Generator().manual_seed(0))
+    read = W.read_solids(np.asarray(images))["bits"]
+    assert {W.bits_to_code(b) for b in read} <= set(W.SEEN)
+    assert len({W.bits_to_code(b) for b in read}) > 100 and values.shape == (400, 8)
+
+
+def test_the_codebook_of_a_world_fits_its_seen_images_and_keeps_its_hues(monkeypatch):
+    asked = []
+    original = W.make_dataset
+    monkeypatch.setattr(W, "make_dataset", lambda codes, n, seed: asked.extend(codes)
+                        or original(codes, n, seed))
+    codebook = tokenizers.Codebook(n_masks=64, n_colors=10, normalize=True, per_code=2, world=W)
+    assert asked and set(asked) <= set(W.SEEN)
+    images, bits, _ = original(W.LEVEL2, 4, seed=9)
+    round_trip = codebook.decode(codebook.encode(images))
+    assert (W.read_solids(round_trip)["bits"][:, 0] == bits[:, 0]).mean() >= 0.9   # hue kept
+
+
+def test_the_probe_heads_have_one_logit_a_value_and_the_loss_is_the_mean_per_factor():
+    torch.manual_seed(0)
+    linear = probe.LinearProbe(dim=12, classes=(10, 3, 8))
+    inputs, targets = torch.randn(5, 12), torch.tensor([[9, 2, 7], [0, 0, 0], [3, 1, 4],
+                                                        [7, 2, 6], [1, 0, 5]])
+    logits = linear(inputs)
+    assert logits.shape == (5, 3, 10) and torch.isinf(logits[:, 1, 3:]).all()
+    parts = linear.heads(inputs).split((10, 3, 8), 1)
+    direct = sum(torch.nn.functional.cross_entropy(p, targets[:, f]) for f, p in
+                 enumerate(parts)) / 3
+    assert probe.factor_loss(linear, inputs, targets).item() == pytest.approx(direct.item(),
+                                                                               rel=1e-6)
+
+
+def test_the_world_flag_is_recorded_and_a_mode_it_lacks_is_refused(tmp_path, capsys):
+    import dit
+    config = dit.get_config(["--world", "shapes3d", "--out", str(tmp_path / "a"), "--steps", "4",
+                             "--eval-every", "4"])
+    assert json.load(open(tmp_path / "a" / "config.json"))["world"] == "shapes3d"
+    assert config["train_per_comp"] == 100 and config["samples_per_comp"] == 8
+    given = dit.get_config(["--world", "shapes3d", "--samples-per-comp", "3", "--out",
+                            str(tmp_path / "b")])
+    assert given["samples_per_comp"] == 3
+    assert dit.get_config(["--out", str(tmp_path / "c")])["world"] == "shapes2d"
+    code, said = scripts.refused(dit, ["--world", "shapes3d", "--cond", "text", "--out",
+                                       str(tmp_path / "d")], capsys)
+    assert code == 2 and "--cond text" in said and "continuous" in said
+    code, said = scripts.refused(dit, ["--world", "shapes9d", "--out", str(tmp_path / "e")],
+                                 capsys)
+    assert code == 2 and "shapes9d" in said and "shapes3d" in said
+
+
+def test_every_world_names_the_whole_interface():
+    names = ("NAME IMAGE_SIZE FACTORS VALUES COMPOSITIONS SPLITS SEEN code_to_bits bits_to_code "
+             "split_of describe sample_latents render make_dataset training_set requests "
+             "COND_MODES COND_GROUPS class_bits conditioning RUN_DEFAULTS TOKENIZERS "
+             "PROBE_PER_CODE HELD_OUT_PER_CODE DEFINITION").split()
+    for name, world in worlds.WORLDS.items():
+        assert world.NAME == name and not [n for n in names if not hasattr(world, n)], name
+        assert world.COND_GROUPS[-1][2] == len(world.conditioning(
+            world.sample_latents(world.requests(1)[:2], np.random.default_rng(0)),
+            "continuous")[0][0])
+    assert not hasattr(data, "readings") and hasattr(shapes3d, "readings")
+
+
+@pytest.mark.parametrize("script", ["dit.py", "maskgit.py"])
+def test_a_tiny_run_in_the_many_valued_world_trains_reads_and_draws(script, tmp_path, monkeypatch):
+    """Small readers (3 real images a code) and a small codebook keep this cheap; their caches are
+    keyed by those sizes, so a real run never reads them."""
+    monkeypatch.setattr(W, "PROBE_PER_CODE", 3)
+    monkeypatch.setattr(W, "HELD_OUT_PER_CODE", 1)
+    monkeypatch.setattr(W, "TOKENIZERS", {"codebook": dict(n_masks=32, n_colors=10,
+                                                           normalize=True, per_code=1)})
+    out = tmp_path / "run"
+    printed = scripts.main(script, *scripts.ONCE, "--world", "shapes3d", "--samples-per-comp",
+                           "1", "--train-per-comp", "2", "--out", out)
+    last = runs.read_metrics(out)[-1]
+    assert set(last["acc"]) == set(W.COMPOSITIONS) and "substitution" in last
+    assert "level2" in printed and (out / "samples.png").exists()
+    assert np.load(out / "samples.npz")["factors"].shape == (240, 3)
