@@ -567,7 +567,8 @@ def save_grid_png(path, images, bits, title="", world=data):
     each cell bordered by its split's colour."""
     plt = pyplot()
     from matplotlib.colors import to_rgb
-    images, sizes = as_uint8(images), [len(values) for values in world.VALUES]
+    images, sizes = np.asarray(images), [len(values) for values in world.VALUES]
+    images = images if images.dtype == np.uint8 else as_uint8(images)
     columns, rows = sizes[-1], int(np.prod(sizes[:-1]))
     side, cell = world.IMAGE_SIZE, world.IMAGE_SIZE + 4             # an image in a 2-pixel frame
     mosaic = np.full((rows * cell, columns * cell, 3), 255, np.uint8)
@@ -576,19 +577,20 @@ def save_grid_png(path, images, bits, title="", world=data):
         index = np.unravel_index(np.ravel_multi_index(world.code_to_bits(code), sizes),
                                  (rows, columns))
         top, left = index[0] * cell, index[1] * cell
-        mosaic[top:top + cell, left:left + cell] = np.array(
-            to_rgb(SPLIT_COLORS[world.split_of(code)])) * 255
+        one_from_group1 = code in getattr(world, "GROUPS", {}).get("group1", ())
+        frame = "lightskyblue" if one_from_group1 else SPLIT_COLORS[world.split_of(code)]
+        mosaic[top:top + cell, left:left + cell] = np.array(to_rgb(frame)) * 255
         mosaic[top + 2:top + 2 + side, left + 2:left + 2 + side] = images[codes.index(code)]
-    fig = plt.figure(figsize=(columns * 0.45 + 1.6, rows * 0.45 + 0.5))
-    ax = fig.add_axes((1.5 / (columns * 0.45 + 1.6), 0.01, 0.99 - 1.5 / (columns * 0.45 + 1.6),
-                       1 - 0.5 / (rows * 0.45 + 0.5)))
+    width, height = columns * 0.45 + 1.6, rows * 0.45 + 0.9                       # inches
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((1.5 / width, 0.4 / height, 0.99 - 1.5 / width, 1 - 0.9 / height))
     ax.imshow(mosaic, interpolation="nearest")
     ax.set_xticks([(c + 0.5) * cell for c in range(columns)], world.VALUES[-1], fontsize=6)
-    ax.xaxis.tick_top()
+    ax.set_xlabel(world.FACTORS[-1], fontsize=7)
     labels = [" ".join(v) for v in itertools.product(*world.VALUES[:-1])]
     ax.set_yticks([(r + 0.5) * cell for r in range(rows)], labels, fontsize=6)
     ax.tick_params(length=0)
-    fig.suptitle(f"{title}   (frame: seen {SPLIT_COLORS['seen']}, level-1 "
-                 f"{SPLIT_COLORS['level1']}, level-2 {SPLIT_COLORS['level2']})", fontsize=7)
+    fig.suptitle(f"{title}\nframe: seen blue (light: one value of super group 1), level-1 pink, "
+                 "level-2 red", fontsize=6)
     fig.savefig(path, dpi=110)
     plt.close(fig)

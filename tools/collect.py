@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import data
 import judge
 import runs
+import worlds
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
 # The long-budget recipe the DiT controls chose (results/README.md): the rate decayed to 0 over the
@@ -410,10 +411,15 @@ def text(groups, command):
     return written + (time_course_table(course) if course else "")
 
 
+def world_of(groups):
+    """The world the runs of a results folder learnt (data.py's Shapes2D unless --world said)."""
+    return worlds.world(next(iter(groups.values()))[0][1])
+
+
 def write(folder, clock=None, command=None):
     """Rebuild a results folder from its kept runs: each run's grid, novel.png and table.md."""
     groups = load(folder, clock)
-    objects = of_objects(groups)
+    objects, world = of_objects(groups), world_of(groups)
     for members in groups.values():
         for name, config, history in members:
             kept = os.path.join(folder, "runs", name)
@@ -423,6 +429,8 @@ def write(folder, clock=None, command=None):
             if objects:
                 runs.script("objects").save_grid(grid, saved["images"], saved["counts"],
                                                     saved["points"], title)
+            elif world is not data:
+                runs.save_grid_png(grid, saved["images"], saved["factors"], title, world)
             else:
                 runs.save_samples_png(grid, saved["images"], saved["factors"], title=title)
     if objects:
@@ -438,10 +446,53 @@ def write(folder, clock=None, command=None):
     command = command or " ".join(["python tools/collect.py", where, *clocked])
     if on_course(groups):
         plot_time_course(os.path.join(folder, "time-course.png"), on_course(groups))
-    written = text(groups, command)
+    if world is not data:                                  # the real renders, beside the grids
+        images, bits, _ = world.make_dataset(world.COMPOSITIONS, 1, REAL_SEED)
+        runs.save_grid_png(os.path.join(folder, "real.png"), images, bits,
+                           f"{world.NAME}: real renders, one of each composition", world)
+    written = (world_table(groups, command, world) if world is not data
+               else text(groups, command))
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
     return groups, written
+
+
+# ------------------------------------------------------------------ a world of many compositions
+REAL_SEED = 7                                       # the real renders set beside the runs' grids
+
+
+def world_table(groups, command, world):
+    """table.md for runs in a world of many compositions: per setting and group of the world
+    (world.GROUPS), composed and probe at the last evaluation (mean ± std over seeds, and each
+    seed), and the commonest substitution among its legible samples that are not what was asked.
+    """
+    head = (f"Rebuilt by `{command}` from the kept runs (`runs/`), each at its last evaluation; "
+            f"world `{world.NAME}`; mean ± std over seeds, then each seed's value. Samples per "
+            "composition: the runs' `--samples-per-comp` for every novel one, an eighth of it "
+            "(at least one) for every seen one.")
+    lines = [head, "", "## Composed and the study's probe (%), by group", "",
+             "| setting | seeds | steps | group | codes | composed | each seed | probe | "
+             "commonest substitution (samples) | commit |", "|" + "---|" * 10]
+    for name, members in groups.items():
+        finals = [history[-1] for _, _, history in members]
+        for group, codes in world.GROUPS.items():
+            def over(key):
+                return [float(np.mean([f[key][c] for c in codes])) for f in finals]
+            counts = {}
+            for f in finals:
+                for code in codes:
+                    for what, k in f.get("substitution", {}).get(code, {}).items():
+                        counts[what] = counts.get(what, 0) + k
+            common = max(sorted(counts), key=counts.get) if counts else "none"
+            each = " / ".join(f"{100 * v:.1f}" for v in over("acc"))
+            lines.append(f"| `{name}` | {seeds_of(members)} | {finals[0]['step']} | {group} | "
+                         f"{len(codes)} | {mean_std(over('acc'))} | {each} | "
+                         f"{mean_std(over('probe_acc'))} | {common} ({counts.get(common, 0)}) "
+                         f"| {commits(members)} |")
+    lines += ["", "Grids: `runs/<name>/samples.png` (rows colour × shape, columns size, each cell "
+              "framed by its split), beside `real.png`.", "",
+              "![level-1 and level-2 over training](novel.png)"]
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------ the time course (long runs)

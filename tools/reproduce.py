@@ -52,6 +52,8 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
     "conditioning": {f"dit-{mode}": ("dit.py", ["--cond", mode])
                      for mode in ("dropout", "discrete", "discrete-dropout")},
     "unmasking": {"maskgit-random": ("maskgit.py", ["--unmask", "random"])},
+    "shapes3d": {name: (f"{name}.py", ["--world", "shapes3d", "--lr-schedule", "cosine"])
+                 for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},   # its recipe
     "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
                                     ("all", "local"))},
@@ -63,13 +65,15 @@ RUNS_PER_GPU = 8
 
 # ------------------------------------------------------------------------------------ runs
 def command(script, flags, seed, budget, folder, steps, device):
-    """The run's own command line, every budget setting
-    spelled out (objects.py renders new images each step)."""
-    data = ["--train-per-comp", str(budget["train_per_comp"])] * (script != "objects.py")
+    """The run's own command line, every budget setting spelled out (objects.py renders new images
+    each step; a --world other than Shapes2D sizes its training set and evaluation itself)."""
+    own = "--world" in flags
+    data = ["--train-per-comp", str(budget["train_per_comp"])] * (script != "objects.py"
+                                                                  and not own)
+    samples = ["--samples-per-comp", str(budget["samples_per_comp"])] * (not own)
     return [sys.executable, os.path.join(ROOT, script), "--steps", str(steps), "--seed", str(seed),
-            "--eval-every", str(budget["eval_every"]), "--samples-per-comp",
-            str(budget["samples_per_comp"]), *data, "--batch-size", str(budget["batch_size"]),
-            "--device", device, "--out", folder, *flags]
+            "--eval-every", str(budget["eval_every"]), *samples, *data, "--batch-size",
+            str(budget["batch_size"]), "--device", device, "--out", folder, *flags]
 
 
 def jobs(runs_dir, budget, device):
