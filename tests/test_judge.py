@@ -162,8 +162,8 @@ def test_judge_retrieval_counts_a_neighbour_only_when_all_three_factors_are_aske
     judged = {key: np.ones(5, bool) for key in ("composed", "precise", "legible")}
     judged["probe_factors"] = np.ones((5, 3), bool)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(judge, "readings", lambda images, factors: judged)
-        patch.setattr(judge, "instruments", lambda: {
+        patch.setattr(judge, "readings", lambda images, factors, *world: judged)
+        patch.setattr(judge, "instruments", lambda *world: {
             "reference": torch.as_tensor(reference, dtype=torch.float32),
             "reference_bits": reference_bits})
         patch.setattr(judge, "centred_pixels", lambda x: torch.as_tensor(x).flatten(1))
