@@ -1,11 +1,14 @@
 """A4, dit.py: modulate, Block.__init__ and Block.forward (adaLN-Zero).
 
-The checks are about behaviour, not names: a new block is the identity; every parameter
-that starts at zero still gets a gradient; once trained a little, the block mixes tokens
-through attention and listens to the condition. Your answer also has to be what the other
+The checks are about behaviour: a new block is the identity; every parameter that starts at
+zero still gets a gradient; once trained a little, the block mixes tokens through attention,
+listens to the condition, reads each branch's input through a layer norm, and passes the
+condition its gradient. One check is about names, the three that inside.py (A9) takes units
+out by: `attention`, `mlp` and `modulation`. Your answer also has to be what the other
 generator files use: paste it into their blanked copies once these checks pass."""
 import pytest
 import torch
+from torch import nn
 
 import dit
 
@@ -64,12 +67,17 @@ def test_the_zero_initialised_modulation_still_gets_a_gradient():
         "the identity"
 
 
+def trained(block):
+    """The block as if trained: every parameter set, nothing zero."""
+    with torch.no_grad():
+        for p in block.parameters():
+            p.copy_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    return block
+
+
 def test_a_trained_block_mixes_tokens_and_listens_to_the_condition():
     torch.manual_seed(0)
-    block = dit.Block(WIDTH, HEADS)
-    with torch.no_grad():
-        for p in block.parameters():                              # as if trained: nothing zero
-            p.copy_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    block = trained(dit.Block(WIDTH, HEADS))
     x, c = inputs(4)
     out = block(x, c)
     other_token = x.clone()
@@ -81,3 +89,71 @@ def test_a_trained_block_mixes_tokens_and_listens_to_the_condition():
         "the condition c must change the output"
     assert torch.allclose(block(x[:1], c[:1]), out[:1], atol=1e-5), \
         "each image in the batch is computed on its own"
+
+
+def test_both_branches_read_the_stream_through_a_layer_norm():
+    torch.manual_seed(0)
+    block = trained(dit.Block(WIDTH, HEADS))
+    x, c = inputs(7)
+    level = 3 * torch.randn(3, 10, 1, generator=torch.Generator().manual_seed(8))
+    out, raised = block(x, c), block(x + level, c)        # each token's every feature moved alike
+    assert torch.allclose(raised, out + level, atol=1e-4), \
+        "each branch (attention, then MLP) reads a layer norm of x, modulated: adding the same " \
+        "number to every feature of a token must add just that number to the block's output there"
+
+
+def test_the_condition_gets_its_gradient_through_the_block():
+    torch.manual_seed(0)
+    block = trained(dit.Block(WIDTH, HEADS)).double()
+    x, c = (z.double() for z in inputs(9))
+    weights = torch.randn(x.shape, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
+    c.requires_grad_(True)
+    (block(x, c) * weights).sum().backward()
+    assert c.grad is not None and c.grad.abs().sum() > 0, \
+        "no gradient reaches c through the block (is it detached?): the condition and time " \
+        "embeddings must learn through every block, not through the final layer alone"
+    with torch.no_grad():
+        for seed in (11, 12):                                  # the gradient against a small move
+            move = torch.randn(c.shape, generator=torch.Generator().manual_seed(seed),
+                               dtype=torch.float64)
+            step = 1e-5
+            change = ((block(x, c + step * move) - block(x, c - step * move)) * weights).sum()
+            assert torch.allclose(change / (2 * step), (c.grad * move).sum(), rtol=1e-4), \
+                "the gradient c gets through the block must be the block's true gradient: part " \
+                "of the way from c to the output is cut (a detach?)"
+
+
+def test_the_block_names_its_units_as_inside_py_reads_them():
+    block = dit.Block(WIDTH, HEADS)
+    found = {name: type(getattr(block, name, None)).__name__
+             for name in ("attention", "mlp", "modulation")}
+    attention = getattr(block, "attention", None)
+    named = isinstance(attention, nn.MultiheadAttention) and attention.num_heads == HEADS \
+        and attention.batch_first \
+        and all(isinstance(getattr(block, name, None), nn.Module) for name in ("mlp", "modulation"))
+    assert named, \
+        "inside.py (A9) reads a block's units by name: block.attention (nn.MultiheadAttention, " \
+        f"batch_first, {HEADS} heads), block.mlp and block.modulation; found {found}"
+    trained(block)
+    x, c = inputs(13)
+    out, calls = block(x, c), []
+    hooks = [getattr(block, name).register_forward_hook(
+        lambda m, a, output, name=name: calls.append(name)) for name in ("mlp", "modulation")]
+    block(x, c)
+    assert sorted(calls) == ["mlp", "modulation"], \
+        f"block.mlp and block.modulation must each run once in a forward pass; ran: {calls}"
+    for hook in hooks:
+        hook.remove()
+    hook = block.modulation.register_forward_hook(lambda m, a, output: torch.zeros_like(output))
+    alone = block(x, c)
+    hook.remove()
+    assert torch.allclose(alone, x, atol=1e-6), \
+        "the condition enters through block.modulation alone (its shifts, scales and gates): " \
+        "with its output zeroed, the block must be the identity"
+    with torch.no_grad():
+        block.attention.out_proj.weight.zero_()
+    other = x.clone()
+    other[:, 0] += 1.0
+    assert torch.allclose(block(other, c)[:, 5], block(x, c)[:, 5], atol=1e-5) \
+        and not torch.allclose(block(x, c), out, atol=1e-5), \
+        "tokens must mix through block.attention alone (its out_proj, which A9 ablates heads by)"

@@ -1,13 +1,13 @@
 """A6, jepa_maskgit.py: jepa_losses and target_momentum.
 
-The check hands jepa_losses its own mask (it replaces random_mask in jepa_maskgit), a
-small MaskGIT, and a target that differs from it, then compares both losses with the
-formula in jepa_maskgit.py's docstring."""
+The check hands jepa_losses its own mask (it replaces random_mask, under either name: the one
+jepa_maskgit imports and maskgit's), a small MaskGIT, and a target that differs from it, then
+compares both losses with the formula in jepa_maskgit.py's docstring, computed here from the
+networks' own forward passes (the hidden states read by hooks on their blocks)."""
 import copy
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import jepa_maskgit
 import maskgit
@@ -40,21 +40,39 @@ def setting(monkeypatch):
     predictors = jepa_maskgit.make_predictors(WIDTH, LAYERS)
     ids = torch.randint(VOCAB, (6, 64), generator=torch.Generator().manual_seed(1))
     mask = torch.rand(6, 64, generator=torch.Generator().manual_seed(2)) < 0.5
-    monkeypatch.setattr(jepa_maskgit, "random_mask", lambda *args, **kwargs: mask.clone())
+    for module in (jepa_maskgit, maskgit):                     # either way of calling it
+        monkeypatch.setattr(module, "random_mask", lambda *args, **kwargs: mask.clone())
     values = torch.randn(6, 7, generator=torch.Generator().manual_seed(4))
     present = (torch.arange(6)[:, None] + torch.arange(4)) % 3 != 0   # each group hidden in some
     return model, target, predictors, ids, mask, values, present
 
 
+def states(model, ids, values, present):
+    """The network's logits (B, T, V) and every block's output, read by hooks on its blocks."""
+    outputs = []
+    hooks = [block.register_forward_hook(lambda m, args, out: outputs.append(out))
+             for block in model.blocks]
+    logits = model(ids, values, present)
+    for hook in hooks:
+        hook.remove()
+    return logits, outputs
+
+
 def expected(model, target, predictors, ids, mask, values, present):
-    c, context = jepa_maskgit.block_outputs(model, ids.masked_fill(mask, model.mask_id), values,
-                                            present)
-    cross_entropy = F.cross_entropy(jepa_maskgit.readout(model, context[-1], c)[mask], ids[mask])
-    _, targets = jepa_maskgit.block_outputs(target, ids, values, present)
-    jepa = sum(((predictor(context[layer][mask])
-                 - F.layer_norm(targets[layer][mask], (WIDTH,))) ** 2).mean()
-               for predictor, layer in zip(predictors, LAYERS)) / len(LAYERS)
-    return cross_entropy, jepa
+    """Both losses by the docstring's formula: the mean over hidden positions of -log p(true id),
+    and the mean over layers of the mean squared error to the layer-normed target."""
+    logits, context = states(model, torch.where(mask, model.mask_id, ids), values, present)
+    log_p = logits.float().log_softmax(-1).gather(-1, ids[..., None])[..., 0]
+    cross_entropy = -log_p[mask].sum() / mask.sum()
+    with torch.no_grad():
+        _, targets = states(target, ids, values, present)
+    errors = []
+    for predictor, layer in zip(predictors, LAYERS):
+        h = targets[layer][mask]
+        normed = (h - h.mean(-1, keepdim=True)) / (h.var(-1, unbiased=False, keepdim=True)
+                                                   + 1e-5).sqrt()
+        errors.append(((predictor(context[layer][mask]) - normed) ** 2).sum() / normed.numel())
+    return cross_entropy, sum(errors) / len(errors)
 
 
 def test_both_losses_follow_the_formula(setting):

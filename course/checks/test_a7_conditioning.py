@@ -49,6 +49,21 @@ def test_discrete_keeps_only_the_three_bits():
         "discrete: the colour becomes its class colour (data.CLASS_COLORS)"
 
 
+def test_discrete_gives_each_factor_its_own_class_in_every_composition():
+    codes = ["000", "001", "010", "011", "100", "101", "110", "111"]   # bits that differ, too
+    latents = latents_of(codes, 3, seed=4)
+    values, _ = data.conditioning(latents, "discrete")
+    bits = np.array([data.code_to_bits(code) for code in codes for _ in range(3)])
+    want = np.concatenate([bits[:, :1], data.CLASS_COLORS[bits[:, 1]],
+                           data.SIZE_RANGES[bits[:, 2]].mean(1, keepdims=True)], 1)
+    got = unscale(values)[:, :5].numpy()
+    wrong = sorted({code for code, row in zip(np.repeat(codes, 3), np.abs(got - want).max(1))
+                    if row > 1e-4})
+    assert not wrong, \
+        "discrete: shape 0 or 1, the colour of the colour bit's class, the centre of the size " \
+        f"bit's class (data.SIZE_RANGES), each factor from its own bit; wrong for {wrong}"
+
+
 @pytest.mark.parametrize("mode", ["dropout", "discrete-dropout"])
 def test_dropout_hides_each_factor_on_its_own_in_training_only(mode):
     latents = latents_of(["000", "001", "010", "100"], 5000, seed=2)
@@ -71,6 +86,24 @@ def test_dropout_hides_each_factor_on_its_own_in_training_only(mode):
                                        train=False)
     assert torch.equal(at_sampling, base_present[:100]), \
         f"{mode}: at sampling time (train=False) nothing is hidden"
+
+
+@pytest.mark.parametrize("mode", ["dropout", "discrete-dropout"])
+def test_dropout_draws_from_the_generator_it_is_given(mode):
+    latents = latents_of(["000", "111"], 100, seed=5)
+    hidden = []
+    for global_seed, seed in ((0, 7), (1, 7), (0, 8)):
+        torch.manual_seed(global_seed)
+        state = torch.get_rng_state()
+        _, present = data.conditioning(latents, mode, 0.3, torch.Generator().manual_seed(seed))
+        hidden.append(~present[:, :3])
+        assert torch.equal(torch.get_rng_state(), state), \
+            f"{mode}: draw with the generator you are given (rng), not torch's global random state"
+    assert torch.equal(hidden[0], hidden[1]), \
+        f"{mode}: the same generator seed must hide the same factors (the run's generator is " \
+        "saved for --resume): draw with rng"
+    assert not torch.equal(hidden[0], hidden[2]), \
+        f"{mode}: another generator seed must hide other factors"
 
 
 def test_an_unknown_mode_is_refused_by_name():

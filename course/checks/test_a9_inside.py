@@ -81,6 +81,37 @@ def test_an_mlp_or_a_modulation_is_replaced_by_its_mean():
         "after the `with` block the network must compute what it did before"
 
 
+def test_leaving_the_ablation_puts_everything_back():
+    model = small()
+    x, t = torch.randn(2, 64, 48), torch.full((2,), 0.5)
+    latents = data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0))
+    values, present = data.conditioning(latents, "continuous", train=False)
+    means = {"block 0 head 1": torch.full((8,), 0.5), "block 1 head 3": torch.full((8,), -0.5),
+             "block 0 mlp": torch.full((32,), 0.25), "block 1 adaLN": torch.zeros(6 * 32)}
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        intact = model(x, t, values, present)
+        for zero in (True, False):
+            with inside.ablated(model, set(means), means, zero=zero):
+                ablated = model(x, t, values, present)
+            assert not torch.allclose(ablated, intact, atol=1e-5), \
+                "inside the `with` block the chosen units must be out: the output must change"
+            changed = [k for k in before if not torch.equal(before[k], model.state_dict()[k])]
+            assert not changed, \
+                f"leaving the `with` block must put back every weight; changed: {changed[:3]}"
+            assert torch.equal(model(x, t, values, present), intact), \
+                "after the `with` block the network must compute what it did before (every hook " \
+                "removed)"
+        try:
+            with inside.ablated(model, set(means), means):
+                raise KeyError("an error inside the with block")
+        except KeyError:
+            pass
+        changed = [k for k in before if not torch.equal(before[k], model.state_dict()[k])]
+        assert not changed and torch.equal(model(x, t, values, present), intact), \
+            "an error inside the `with` block must still put everything back (try ... finally)"
+
+
 def test_the_probe_reads_a_linear_code_and_not_noise():
     generator = torch.Generator().manual_seed(0)
     labels = torch.randint(2, (400,), generator=generator)
@@ -92,6 +123,13 @@ def test_the_probe_reads_a_linear_code_and_not_noise():
     accuracy = (predicted == labels[300:]).float().mean().item()
     assert accuracy >= 0.9, \
         "the labels are a linear function of x here: expected >= 90% right, got " \
+        f"{100 * accuracy:.0f}%"
+    alone = x[300:][labels[300:] == 1]              # one class alone, as 111's samples are
+    predicted = inside.linear_probe(x[:300], labels[:300], alone)
+    accuracy = (predicted == 1).float().mean().item()
+    assert accuracy >= 0.9, \
+        "standardise the test features with the training set's mean and spread (a test set of " \
+        f"one class is read as well as a mixed one): expected >= 90% right, got " \
         f"{100 * accuracy:.0f}%"
     noise = torch.randn(400, 16, generator=generator)
     predicted = inside.linear_probe(noise[:300], labels[:300], noise[300:])
