@@ -255,6 +255,7 @@ LEGIBLE = {
     "min_saturation": 0.6,     # the object's chroma / value: a grey is no hue
     "gain": (0.75, 1.3),       # the object's brightness against the renderer's
     "max_local": 3.0,          # misfit summed over any 3x3 window (holes, bites, morphs, spikes)
+    "min_shape_margin": 0.5,   # 1 - (best fit's misfit / the best other shape's): not in between
     "max_size_off": 0.5,       # pixels from the nearest class size (the classes are 1.2 apart)
 }
 MAX_BAD_PIXELS, BAD_PIXEL = 8, 0.25      # fidelity: the renderer's picture, within these
@@ -314,9 +315,13 @@ def read_solids(images):
     dot = brightness @ found["pictures"].T                                   # (N, K)
     error = (brightness ** 2).sum(1, keepdim=True) - dot ** 2 / found["norms"]
     best = error.argmin(1)
-    gain = (dot[torch.arange(n), best] / found["norms"][best]).numpy()
+    gain = dot[torch.arange(n), best] / found["norms"][best]
     fit = found["latents"][best.numpy()]                                     # (N, 4)
-    misfit = brightness - gain[:, None] * found["pictures"][best].numpy()
+    misfit = brightness - gain[:, None] * found["pictures"][best]
+    # a shape in between two: the best fit of another shape does nearly as well
+    per_shape = error.reshape(n, 3, -1).amin(2).clamp(min=1e-6)              # (N, 3)
+    two = per_shape.sort(1).values
+    margin = (1 - two[:, 0] / two[:, 1]).numpy()
     local = 9 * F.avg_pool2d(misfit.reshape(n, 1, IMAGE_SIZE, IMAGE_SIZE), 3, 1, 1).abs()
     size = np.abs(fit[:, 1, None] - SIZES).argmin(1)
     return {"bits": np.stack([color, fit[:, 0].astype(np.int64), size], 1),
@@ -325,7 +330,8 @@ def read_solids(images):
             "other_hue": other.sum((1, 2)) / strong.sum((1, 2)).clip(1),
             "other_patch": np.array([np.bincount(lab.ravel(), minlength=2)[1:].max()
                                      for lab in data.components(other)]),
-            "saturation": saturation, "gain": gain, "hue": mean, "fit": fit,
+            "saturation": saturation, "gain": gain.numpy(), "hue": mean, "fit": fit,
+            "shape_margin": margin,
             "local": local.reshape(n, -1).amax(1).numpy(),
             "size_off": np.abs(fit[:, 1] - SIZES[size])}
 
@@ -339,6 +345,7 @@ def legible(solids, rule=LEGIBLE):
             & (solids["saturation"] >= rule["min_saturation"])
             & (solids["gain"] >= rule["gain"][0]) & (solids["gain"] <= rule["gain"][1])
             & (solids["local"] <= rule["max_local"])
+            & (solids["shape_margin"] >= rule["min_shape_margin"])
             & (solids["size_off"] <= rule["max_size_off"]))
 
 
@@ -354,3 +361,86 @@ def readings(images, factors):
     bad = (np.abs(drawn - images).max(-1) > BAD_PIXEL).sum((1, 2))
     return {"composed": composed, "precise": composed & (bad <= MAX_BAD_PIXELS), "legible": ok,
             "read": solids["bits"]}
+
+
+# ------------------------------------------------------------------------ the calibration
+def calibration_images(n=200, seed=1):
+    """Kinds of images a person accepts as the asked solid and kinds a person rejects as one
+    legible solid, n of each, all asked for the same codes: (accepted {kind: images},
+    rejected {kind: images}, asked (n, 3)). The readings' thresholds are set on these."""
+    rng = np.random.default_rng(seed)
+    bits = np.array([code_to_bits(c) for c in rng.choice(COMPOSITIONS, n)])
+    latents = sample_latents(bits, rng)
+    clean = render(latents)
+    hue, shape, size, cx, cy = latents.T
+    rgb = hue_rgb(hue)[:, None, None]
+
+    def with_hue(offset):
+        return render(np.stack([hue + offset, shape, size, cx, cy], 1))
+
+    def blur(images):
+        return F.avg_pool2d(torch.as_tensor(images).permute(0, 3, 1, 2), 3, 1, 1,
+                            count_include_pad=False).permute(0, 2, 3, 1).numpy()
+
+    grey = shade_maps(shape, size, cx, cy)
+    near = np.stack(np.meshgrid(np.arange(IMAGE_SIZE), np.arange(IMAGE_SIZE)), -1) + 0.5
+    inside = grey > 0.1
+    side = np.where(rng.uniform(size=n) < 0.5, -1, 1) * HUE_STEP             # a neighbour hue
+    neighbour = with_hue(side)
+    # a patch: the object's pixels within 0.45 s of a point inside it take a neighbour hue
+    point = np.stack([cx, cy], 1) + rng.uniform(-0.4, 0.4, (n, 2)) * size[:, None]
+    patch = (np.linalg.norm(near[None] - point[:, None, None], axis=-1)
+             < 0.45 * size[:, None, None]) & inside
+    other_shape = (shape + rng.integers(1, 3, n)) % 3
+    morph = 0.5 * grey + 0.5 * shade_maps(other_shape, size, cx, cy)
+    hole = np.linalg.norm(near[None] - np.stack([cx, cy], 1)[:, None, None], axis=-1) < 1.6
+    bite = (near[None, ..., 0] > cx[:, None, None]) & (near[None, ..., 1] > cy[:, None, None])
+    first = latents.copy()                                  # room for a second solid: smaller
+    first[:, 2], first[:, 3:5] = np.minimum(size, SIZES[2]), 13.0
+    second = first.copy()
+    second[:, 2], second[:, 3:5] = SIZES[0], 27.5
+    noise = rng.normal(0, 0.04, clean.shape)
+    specks = np.zeros_like(clean)
+    specks[np.arange(n)[:, None], rng.integers(0, 4, (n, 3)), rng.integers(0, 32, (n, 3))] = 0.6
+    accepted = {
+        "clean renders": clean,
+        "noisy (sigma 0.04)": (clean + noise).clip(0, 1),
+        "blurred (half a 3x3 box)": 0.5 * clean + 0.5 * blur(clean),
+        "dimmed to 85%": 0.85 * clean,
+        "hue 9 degrees off the class": with_hue(np.where(side > 0, 9.0, -9.0)),
+        "size 0.35 px off the class": render(np.stack(
+            [hue, shape, SIZES[bits[:, 2]] + np.where(side > 0, 0.35, -0.35), cx, cy], 1)),
+        "grey specks on the floor": np.maximum(clean, specks),
+    }
+    rejected = {
+        "a patch of a neighbour hue": np.where(patch[..., None], neighbour, clean),
+        "half in a neighbour hue": np.where((near[None, ..., 0] < cx[:, None, None])[..., None],
+                                            neighbour, clean),
+        "between two shapes": morph[..., None] * rgb,
+        "a quarter bitten off": np.where(bite[..., None], 0, clean),
+        "a hole": np.where(hole[..., None], 0, clean),
+        "two solids": np.maximum(render(first), render(second)),
+        "grey (no hue)": grey[..., None] * (0.55 + 0.45 * rgb) * 0.9,
+        "blank": np.zeros_like(clean),
+    }
+    return accepted, rejected, bits
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(description="This world's readings on its calibration "
+                                     "kinds: the share composed of kinds a person accepts, the "
+                                     "share not legible of kinds a person rejects.")
+    parser.add_argument("--n", type=int, default=200, help="images of each kind")
+    args = parser.parse_args(argv)
+    accepted, rejected, asked = calibration_images(args.n)
+    for name, images in accepted.items():
+        composed = readings(images.astype(np.float32), asked)["composed"].mean()
+        print(f"  accept  {name:<32} {100 * composed:5.1f}% composed")
+    for name, images in rejected.items():
+        illegible = 1 - readings(images.astype(np.float32), asked)["legible"].mean()
+        print(f"  reject  {name:<32} {100 * illegible:5.1f}% not legible")
+
+
+if __name__ == "__main__":
+    main()
