@@ -363,3 +363,31 @@ def test_collect_time_course_reads_each_seeds_peak_and_end_of_the_recipes_runs(t
                                ([2, 4, 8], [40.0, 40.0, 30.0], "-", None),
                                ([2, 4, 8], [30.0, 50.0, 20.0], "-", "mean of 2 seeds")]
     assert panels[1].lines[-1] == ([2, 4, 8], [30.0, 70.0, 50.0], "-", "mean of 2 seeds")
+
+
+def test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_substitution(
+        tmp_path):
+    import shapes3d
+    codes = shapes3d.COMPOSITIONS
+    for seed, level2 in ((0, 0.5), (1, 0.25)):
+        acc = {c: level2 if c in shapes3d.LEVEL2 else 1.0 for c in codes}
+        line = {"step": 8, "loss": 1.0, "seconds": 1.0, "acc": acc,
+                "fidelity": acc, "probe_acc": {c: 0.75 for c in codes}, "seen": 1.0,
+                "level1": 1.0, "level2": level2, "malformed": 0.0,
+                "substitution": {"726": {"color=blue": 3, "shape=cylinder": 1 + seed},
+                                 "927": {"shape=cylinder": 2}}}
+        write_run(tmp_path / "kept" / "runs" / f"maskgit-seed{seed}",
+                  {"model": "maskgit", "seed": seed, "world": "shapes3d",
+                   "provenance": provenance("aaaa")}, [line],
+                  images=np.zeros((240, 32, 32, 3), np.uint8),
+                  factors=np.array([shapes3d.code_to_bits(c) for c in codes]))
+    groups, written = collect.write(str(tmp_path / "kept"))
+    assert collect.world_of(groups) is shapes3d
+    rows = [row for row in written.splitlines() if row.startswith("| `maskgit.py --world")]
+    assert [row.split(" | ")[3] for row in rows] == ["group0", "group1", "level1", "level2"]
+    level2 = rows[-1].split(" | ")
+    assert level2[5:9] == ["37.5 ± 12.5", "50.0 / 25.0", "75.0 ± 0.0",
+                           "shape=cylinder (7)"]           # over both seeds: 1 + 2 + 2 + 2 > 3 + 3
+    assert rows[0].split(" | ")[8] == "none (0)"
+    assert (tmp_path / "kept" / "real.png").exists()
+    assert (tmp_path / "kept" / "runs" / "maskgit-seed0" / "samples.png").exists()

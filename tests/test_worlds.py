@@ -22,7 +22,7 @@ def test_the_splits_are_the_studys_super_groups():
     assert len(W.COMPOSITIONS) == 240 and len(set(W.COMPOSITIONS)) == 240
     assert (len(W.SEEN), len(W.LEVEL1), len(W.LEVEL2)) == (190, 44, 6)
     assert (len(W.GROUPS["group0"]), len(W.GROUPS["group1"])) == (84, 106)
-    assert set(W.LEVEL2) == {f"{c}2{z}" for c in (7, 8, 9) for z in (6, 7)}    # big coloured spheres
+    assert set(W.LEVEL2) == {f"{c}2{z}" for c in (7, 8, 9) for z in (6, 7)}  # big spheres
     assert "726" in W.LEVEL2 and "026" in W.LEVEL1 and "720" in W.LEVEL1 and "727" in W.LEVEL2
     assert "700" in W.GROUPS["group1"] and "000" in W.GROUPS["group0"] and "016" in W.SEEN
     assert W.describe("726") == "indigo sphere 6"
@@ -178,3 +178,14 @@ def test_a_tiny_run_in_the_many_valued_world_trains_reads_and_draws(script, tmp_
     assert set(last["acc"]) == set(W.COMPOSITIONS) and "substitution" in last
     assert "level2" in printed and (out / "samples.png").exists()
     assert np.load(out / "samples.npz")["factors"].shape == (240, 3)
+
+
+def test_a_substitution_counts_each_wrong_factor_of_a_legible_sample_as_the_value_read():
+    import judge
+    factors = np.array([[8, 2, 6], [8, 2, 6], [8, 2, 6], [9, 2, 7]])
+    judged = {"legible": np.array([True, True, False, True]),
+              "composed": np.array([False, True, False, False]),
+              "read": np.array([[6, 1, 6], [8, 2, 6], [0, 0, 0], [9, 2, 6]])}
+    codes = np.array([W.bits_to_code(f) for f in factors])
+    assert judge.substitutions(judged, factors, codes, W) == {
+        "826": {"color=blue": 1, "shape=cylinder": 1}, "927": {"size=6": 1}}

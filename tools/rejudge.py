@@ -17,6 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import judge  # noqa: E402
 import runs  # noqa: E402
+import worlds  # noqa: E402
 
 KEPT = ("loss", "seconds")                 # what a judge does not compute
 
@@ -34,12 +35,14 @@ def rejudge(out):
                          "to rejudge it")
     if missing:                                      # a kept run: its last evaluation only
         per_step = {steps[-1]: os.path.join(out, "samples.npz")}
+    with open(os.path.join(out, "config.json")) as f:
+        world = worlds.world(json.load(f))                       # data.py's Shapes2D unless set
     history = []
     for m in old:
         if m["step"] in per_step:
             saved = np.load(per_step[m["step"]])
             history.append(dict(step=m["step"], **{k: m[k] for k in KEPT if k in m},
-                                **judge.evaluate(saved["images"], saved["factors"])))
+                                **judge.evaluate(saved["images"], saved["factors"], world)))
         else:
             history.append({k: v for k, v in m.items() if k != "probe_acc"})
     temporary = os.path.join(out, "metrics.jsonl.tmp")
@@ -48,9 +51,10 @@ def rejudge(out):
     os.replace(temporary, os.path.join(out, "metrics.jsonl"))
     if not missing:
         title = os.path.basename(os.path.normpath(out))
-        runs.save_samples_png(os.path.join(out, "samples.png"), saved["images"], saved["factors"],
-                              title=f"{title}, step {history[-1]['step']}")
-        runs.save_curves_png(os.path.join(out, "curves.png"), history, title=title)
+        picture = runs.save_samples_png if world is runs.data else runs.save_grid_png
+        picture(os.path.join(out, "samples.png"), saved["images"], saved["factors"],
+                title=f"{title}, step {history[-1]['step']}", world=world)
+        runs.save_curves_png(os.path.join(out, "curves.png"), history, title=title, world=world)
     return history
 
 
