@@ -433,3 +433,20 @@ def test_ar_runs_on_each_accelerator_present(device, tmp_path):
 @pytest.mark.parametrize("device", ACCELERATORS)
 def test_objects_runs_on_each_accelerator_present(device, tmp_path):
     runs_on("objects.py", device, tmp_path)
+
+
+@pytest.fixture
+def small_readers(monkeypatch):
+    """The many-valued world's readers and codebook fitted on few images (their caches are keyed
+    by those sizes), so that a run of it evaluates cheaply."""
+    import shapes3d
+    monkeypatch.setattr(shapes3d, "PROBE_PER_CODE", 3)
+    monkeypatch.setattr(shapes3d, "HELD_OUT_PER_CODE", 1)
+    monkeypatch.setattr(shapes3d, "TOKENIZERS", {"codebook": dict(n_masks=32, n_colors=10,
+                                                                  normalize=True, per_code=1)})
+
+
+@pytest.mark.parametrize("script", ["dit.py", "maskgit.py"])
+def test_a_run_in_the_many_valued_world_waits_for_the_device_at_most_once_a_step(
+        script, tmp_path, small_readers):
+    waits_at_most_once_a_step(script, tmp_path, "--world", "shapes3d")

@@ -132,7 +132,7 @@ def test_the_probe_heads_have_one_logit_a_value_and_the_loss_is_the_mean_per_fac
                                                                                rel=1e-6)
 
 
-def test_the_world_flag_is_recorded_and_a_mode_it_lacks_is_refused(tmp_path, capsys):
+def test_common_world_is_recorded_sets_its_defaults_and_refuses_a_mode_it_lacks(tmp_path, capsys):
     import dit
     config = dit.get_config(["--world", "shapes3d", "--out", str(tmp_path / "a"), "--steps", "4",
                              "--eval-every", "4"])

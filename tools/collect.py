@@ -406,6 +406,8 @@ def of_objects(groups):
 def text(groups, command):
     """table.md: objects.py's table for its runs, the three readings' for the rest; and the time
     course of the long runs of the recipe."""
+    if world_of(groups) is not data:
+        return world_table(groups, command, world_of(groups))
     course = on_course(groups)
     written = (objects_table if of_objects(groups) else table)(groups, command)
     return written + (time_course_table(course) if course else "")
@@ -441,7 +443,9 @@ def write(folder, clock=None, command=None):
                       "found (%), extra discs not counted")))
     else:
         plot_curves(os.path.join(folder, "novel.png"), groups)
-    where = "results/" + os.path.basename(os.path.normpath(folder))     # the same from any copy
+    inside = os.path.relpath(os.path.abspath(folder), os.path.dirname(data.__file__))
+    where = (inside if not inside.startswith("..")                       # the same from any copy
+             else "results/" + os.path.basename(os.path.normpath(folder)))
     clocked = ["--clock", clock] if clock else []
     command = command or " ".join(["python tools/collect.py", where, *clocked])
     if on_course(groups):
@@ -450,8 +454,7 @@ def write(folder, clock=None, command=None):
         images, bits, _ = world.make_dataset(world.COMPOSITIONS, 1, REAL_SEED)
         runs.save_grid_png(os.path.join(folder, "real.png"), images, bits,
                            f"{world.NAME}: real renders, one of each composition", world)
-    written = (world_table(groups, command, world) if world is not data
-               else text(groups, command))
+    written = text(groups, command)
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
     return groups, written
@@ -489,8 +492,10 @@ def world_table(groups, command, world):
                          f"{len(codes)} | {mean_std(over('acc'))} | {each} | "
                          f"{mean_std(over('probe_acc'))} | {common} ({counts.get(common, 0)}) "
                          f"| {commits(members)} |")
-    lines += ["", "Grids: `runs/<name>/samples.png` (rows colour × shape, columns size, each cell "
-              "framed by its split), beside `real.png`.", "",
+    grids = ", ".join(f"[{name}](runs/{name}/samples.png)" for members in groups.values()
+                      for name, _, _ in members)
+    lines += ["", f"Grids (rows colour × shape, columns size, each cell framed by its split): "
+              f"{grids}; beside them [real renders](real.png).", "",
               "![level-1 and level-2 over training](novel.png)"]
     return "\n".join(lines) + "\n"
 
