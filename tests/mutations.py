@@ -39,6 +39,7 @@ RE, GC, NB = "tests/test_reproduce.py", "tests/test_gpu_check.py", "tests/test_n
 FL, SA, OK = "tests/test_flags.py", "tests/test_samplers.py", "tests/test_objects_kinds.py"
 RS, GR = "tests/test_resume.py", "tests/test_gradients.py"
 CO, RM = "tests/test_collect.py", "tests/test_resample.py"
+TW = "tests/test_worlds.py"
 M, GM, D, J, DA, P, IN, A = ("tests/test_maskgit.py", "tests/test_givt_mar.py", "tests/test_dit.py", "tests/test_jepa.py",
                             "tests/test_data.py", "tests/test_probe.py", "tests/test_inside.py", "tests/test_ar.py")
 MUTATIONS = [
@@ -193,10 +194,64 @@ MUTATIONS = [
      [f"{TX}::test_data_text_encoder_ignores_padding_and_reads_the_words"], None),
     ("captions.py", "h = self.words(ids) + self.positions[:ids.shape[1]]", "h = self.words(ids)",
      [f"{TX}::test_data_text_encoder_reads_word_order"], None),
-    ("dit.py", "self.condition = ConditionEmbedding(width, cond)", "self.condition = ConditionEmbedding(width)",
+    ("dit.py", "self.condition = ConditionEmbedding(width, cond, groups)",
+     "self.condition = ConditionEmbedding(width)",
      [f"{TX}::test_text_condition_reaches_the_generator_through_its_condition_embedding"], None),
-    ("maskgit.py", "self.condition = ConditionEmbedding(width, cond)", "self.condition = ConditionEmbedding(width)",
+    ("maskgit.py", "self.condition = ConditionEmbedding(width, cond, groups)",
+     "self.condition = ConditionEmbedding(width)",
      [f"{TX}::test_text_condition_reaches_the_generator_through_its_condition_embedding"], None),
+    # shapes3d.py and the worlds' plumbing: the many-valued world, its reading, --world
+    ("shapes3d.py", "SEEN = tuple(c for c in COMPOSITIONS if group1_count(c) <= 1)",
+     "SEEN = tuple(c for c in COMPOSITIONS if group1_count(c) < 1)",
+     [f"{TW}::test_the_splits_are_the_studys_super_groups"], None),
+    ("shapes3d.py", "n_per_code if c not in SEEN else max(1, n_per_code // 8)",
+     "n_per_code if c not in SEEN else n_per_code",
+     [f"{TW}::test_requests_ask_every_novel_code_n_times_and_every_seen_code_an_eighth"], None),
+    ("shapes3d.py", 'composed = ok & (solids["bits"] == factors).all(1)',
+     'composed = ok & (solids["bits"] == factors).any(1)',
+     [f"{TW}::test_a_size_one_step_off_reads_as_that_size_not_the_asked_one"], None),
+    ("shapes3d.py", "other = strong & (np.round(hues / HUE_STEP)",
+     "other = np.zeros_like(strong) & (np.round(hues / HUE_STEP)",
+     [f"{TW}::test_a_neighbour_hue_patch_is_refused_though_the_mean_colour_reads_right"], None),
+    ("shapes3d.py", '"min_shape_margin": 0.5,', '"min_shape_margin": 0.0,',
+     [f"{TW}::test_the_calibration_rates_hold"], None),
+    ("shapes3d.py", "angle = torch.deg2rad(hue)", "angle = hue",
+     [f"{TW}::test_the_condition_gives_the_hue_on_a_circle_and_hides_what_a_mode_hides"], None),
+    ("shapes3d.py", "        present[:, 3] = False\n", "        pass\n",
+     [f"{TW}::test_the_condition_gives_the_hue_on_a_circle_and_hides_what_a_mode_hides"], None),
+    ("shapes3d.py", "dropped = torch.rand(len(latents), 3, generator=rng, device=device)",
+     "dropped = torch.rand(len(latents), 3, device=device)",
+     [f"{TW}::test_the_condition_gives_the_hue_on_a_circle_and_hides_what_a_mode_hides"], None),
+    ("shapes3d.py", "color = torch.round(latents[:, 0] / HUE_STEP).long() % 10",
+     "color = (latents[:, 0] / HUE_STEP).long() % 10",
+     [f"{TW}::test_every_render_reads_back_as_its_code_by_class_bits_and_by_the_reading"], None),
+    ("data.py", "bits = np.array([world.code_to_bits(code) for code in world.SEEN])[",
+     "bits = np.array([world.code_to_bits(code) for code in SEEN])[",
+     [f"{TW}::test_training_data_of_a_world_holds_its_seen_codes_only"], None),
+    ("data.py", "images, _, latents = self.world.training_set(n_per_code)",
+     "images, _, latents = training_set(n_per_code)",
+     [f"{TW}::test_training_data_of_a_world_holds_its_seen_codes_only"], None),
+    ("runs.py", "parser.set_defaults(**worlds.world(known.world).RUN_DEFAULTS)",
+     "parser.set_defaults()",
+     [f"{TW}::test_common_world_is_recorded_sets_its_defaults_and_refuses_a_mode_it_lacks"], None),
+    ("runs.py", 'if "cond" in vars(args) and args.cond not in modes:', "if False:",
+     [f"{TW}::test_common_world_is_recorded_sets_its_defaults_and_refuses_a_mode_it_lacks"], None),
+    ("judge.py", "for f in np.flatnonzero(asked != read):", "for f in np.flatnonzero(asked == read):",
+     [f"{TW}::test_a_substitution_counts_each_wrong_factor_of_a_legible_sample_as_the_value_read"],
+     None),
+    ("probe.py", "len(self.classes), max(self.classes)), -torch.inf)",
+     "len(self.classes), max(self.classes)), 0.0)",
+     [f"{TW}::test_the_probe_heads_have_one_logit_a_value_and_the_loss_is_the_mean_per_factor"],
+     None),
+    ("tokenizers.py", "for j in range(1, k if spread else 0):", "for j in range(1, 0):",
+     [f"{TW}::test_the_codebook_of_a_world_fits_its_seen_images_and_keeps_its_hues"], None),
+    ("tools/collect.py", "return worlds.world(next(iter(groups.values()))[0][1])", "return data",
+     [f"{CO}::test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_"
+      "substitution"], None),
+    ("tools/collect.py", "common = max(sorted(counts), key=counts.get) if counts else",
+     "common = min(sorted(counts), key=counts.get) if counts else",
+     [f"{CO}::test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_"
+      "substitution"], None),
     # probe.py: the study's probe and its reading
     ("probe.py", "return float(np.prod(np.asarray(probe_factors, dtype=np.float64).mean(0)))",
      "return float(np.asarray(probe_factors).all(1).mean())",
@@ -205,8 +260,8 @@ MUTATIONS = [
     ("probe.py", "return float(np.prod(np.asarray(probe_factors, dtype=np.float64).mean(0)))",
      "return float(np.prod(np.asarray(probe_factors, dtype=np.float64).mean(1)))",
      [f"{P}::test_probe_accuracy_multiplies_factors_not_samples"], None),
-    ("probe.py", "images, bits, _ = data.make_dataset(data.COMPOSITIONS, n_per_code, seed)",
-     "images, bits, _ = data.make_dataset(data.SEEN, n_per_code, seed)",
+    ("probe.py", "images, bits, _ = world.make_dataset(world.COMPOSITIONS, n_per_code, seed)",
+     "images, bits, _ = world.make_dataset(world.SEEN, n_per_code, seed)",
      [f"{P}::test_probe_trains_on_real_images_of_all_eight_compositions"], None),
     # judge.py: the three readings, each by its own definition
     ("judge.py", 'composed = legible(objects) & (objects["bits"] == factors).all(1)',
@@ -464,12 +519,12 @@ MUTATIONS = [
      [f"{FL}::test_common_batch_size_sets_the_images_per_step"], None),
     ("givt.py", 'config["train_per_comp"], config["cond"],', 'config["train_per_comp"], "continuous",',
      [f"{FL}::test_common_cond_sets_the_training_condition"], None),
-    ("mar.py", 'config["cond_drop"], tokenizer.encode, device)', "0.1, tokenizer.encode, device)",
+    ("mar.py", 'config["cond_drop"], tokenizer.encode, device,', "0.1, tokenizer.encode, device,",
      [f"{FL}::test_common_cond_drop_sets_how_often_training_hides_a_factor"], None),
-    ("runs.py", 'data.conditioning(latents, config["cond"], train=False)',
-     'data.conditioning(latents, config["cond"], config["cond_drop"])',
+    ("runs.py", 'world.conditioning(latents, config["cond"], train=False)',
+     'world.conditioning(latents, config["cond"], config["cond_drop"])',
      [f"{FL}::test_common_cond_drop_and_text_partial_are_off_at_evaluation"], None),
-    ("runs.py", 'bits = requests(config["samples_per_comp"])', "bits = requests(32)",
+    ("runs.py", 'bits = world.requests(config["samples_per_comp"])', "bits = world.requests(32)",
      [f"{FL}::test_common_samples_per_comp_sets_how_many_samples_an_evaluation_judges"], None),
     ("dit.py", 'data.TrainingData(config["data"],', 'data.TrainingData("fixed",',
      [f"{FL}::test_common_data_fresh_draws_new_images_every_step"], None),
@@ -529,16 +584,16 @@ MUTATIONS = [
      [f"{FL}::test_dit_width_depth_heads_shape_the_network"], None),
     ("ar.py", 'depth=config["depth"]', 'depth=DEFAULTS["depth"]',
      [f"{FL}::test_ar_width_depth_heads_shape_the_network"], None),
-    ("givt.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])',
+    ("givt.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"], world)',
      'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_givt_tokenizer_chooses_the_tokens"], None),
-    ("mar.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])',
+    ("mar.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"], world)',
      'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_mar_tokenizer_chooses_the_tokens"], None),
-    ("dit.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])',
+    ("dit.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"], world)',
      'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_dit_tokenizer_chooses_the_tokens"], None),
-    ("ar.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"])', 'tokenizers.ContinuousTokenizer("pixels")',
+    ("ar.py", 'tokenizers.ContinuousTokenizer(config["tokenizer"], world)', 'tokenizers.ContinuousTokenizer("pixels")',
      [f"{FL}::test_ar_tokenizer_chooses_the_mixture_heads_tokens"], None),
     # ... each script's own: its flags start at its block's values (a default written twice drifts)
     ("maskgit.py", 'parser.add_argument("--unmask", default=DEFAULTS["unmask"],',
@@ -969,8 +1024,8 @@ MUTATIONS = [
      "values = [per_code.get(c, 0.0) for c in members]",                          # absent as 0
      [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
      None),
-    ("judge.py", "present = [c for c in data.COMPOSITIONS if (codes == c).any()]",
-     "present = list(data.COMPOSITIONS)",
+    ("judge.py", "present = [c for c in world.COMPOSITIONS if (codes == c).any()]",
+     "present = list(world.COMPOSITIONS)",
      [f"{JU}::test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_over_samples"],
      None),
     ("judge.py", "np.add.at(confusion, (person_says, judge_says), 1)",
@@ -1059,6 +1114,127 @@ MUTATIONS = [
     ("tools/collect.py", "peak = int(np.argmax(values))",
      "peak = len(values) - 1 - int(np.argmax(values[::-1]))",           # the last step at it
      [f"{CO}::test_collect_time_course_reads_each_seeds_peak_and_end_of_the_recipes_runs"], None),
+    # the objects world's tolerances, each at its edge, in its own units (tests/test_objects.py)
+    ("objects_world.py", "(p[1] - y) ** 2 <= radius ** 2", "(p[1] - y) ** 2 <= radius",      # px^2 to px
+     [f"{OB}::test_objects_world_counter_holds_each_tolerance_at_its_edge"], None),
+    ("objects_world.py", "close = [p for p in free if (p[0] - x) ** 2 + (p[1] - y) ** 2 <= radius ** 2]",
+     "close = [p for p in free if max(abs(p[0] - x), abs(p[1] - y)) <= radius]",   # a square
+     [f"{OB}::test_objects_world_counter_holds_each_tolerance_at_its_edge"], None),
+    ("objects_world.py", "close = [p for p in free if (p[0] - x) ** 2 + (p[1] - y) ** 2 <= radius ** 2]",
+     "close = [p for p in free if abs(p[0] - x) + abs(p[1] - y) <= radius]",       # a diamond
+     [f"{OB}::test_objects_world_counter_holds_each_tolerance_at_its_edge"], None),
+    ("objects_world.py", "if not close or not OBJECT_AREA[0] <= area <= OBJECT_AREA[1]:",
+     "if not close or not OBJECT_AREA[0] < area < OBJECT_AREA[1]:",
+     [f"{OB}::test_objects_world_counter_holds_each_tolerance_at_its_edge"], None),
+    ("objects_world.py", "bright = np.asarray(image).max(-1) > threshold",
+     "bright = np.asarray(image).mean(-1) > threshold",                 # the channels' mean
+     [f"{OB}::test_objects_world_counter_holds_each_tolerance_at_its_edge"], None),
+    ("objects_world.py", "if len(xs) > 2:", "if len(xs) > 3:",
+     [f"{OB}::test_objects_world_counter_holds_each_tolerance_at_its_edge"], None),
+    ("objects.py", "axis=-1) <= 2.0", "axis=-1) < 2.0",
+     [f"{OB}::test_objects_readings_find_an_asked_location_within_2_px_and_no_further"], None),
+    ("objects.py", "axis=-1) <= 2.0", "axis=-1) <= 2.0 ** 2",
+     [f"{OB}::test_objects_readings_find_an_asked_location_within_2_px_and_no_further"], None),
+    ("objects.py", "centres[:, 1, None, None]) ** 2) <= radius ** 2",
+     "centres[:, 1, None, None]) ** 2) < radius ** 2",
+     [f"{OB}::test_objects_near_pixels_are_the_pixel_centres_within_the_radius_of_x_y"], None),
+    ("objects.py", "radius=6.0, nudge=0.5):", "radius=6.0, nudge=0.5 / data.IMAGE_SIZE):",  # in 1/32
+     [f"{OB}::test_objects_locality_noises_once_at_t_tells_the_model_t_and_moves_in_x_then_in_y"],
+     None),
+    # judge.py: retrieval against neighbours right in some factors only; each tolerance at its edge
+    ("judge.py", "== factors[:, None]).all(2)", "== factors[:, None]).any(2)",
+     [f"{JU}::test_judge_retrieval_counts_a_neighbour_only_when_all_three_factors_are_asked_ones"],
+     None),
+    ("judge.py", "== factors[:, None]).all(2)", "== factors[:, None]).sum(2) >= 2",
+     [f"{JU}::test_judge_retrieval_counts_a_neighbour_only_when_all_three_factors_are_asked_ones"],
+     None),
+    ("judge.py", '(objects["reach"] <= rule["max_reach"])', '(objects["reach"] < rule["max_reach"])',
+     [f"{JU}::test_judge_legible_holds_each_tolerance_at_its_edge"], None),
+    ("judge.py", '(objects["chimera"] <= rule["max_chimera"])',
+     '(objects["chimera"] * objects["area"] <= rule["max_chimera"])',      # a fraction as pixels
+     [f"{JU}::test_judge_legible_holds_each_tolerance_at_its_edge"], None),
+    ("judge.py", '(objects["size"] >= rule["sizes"][0])', '(objects["size"] > rule["sizes"][0])',
+     [f"{JU}::test_judge_legible_holds_each_tolerance_at_its_edge"], None),
+    ("judge.py", "(bad <= MAX_BAD_PIXELS)", "(bad < MAX_BAD_PIXELS)",
+     [f"{JU}::test_judge_well_formed_holds_each_tolerance_at_its_edge"], None),
+    ("judge.py", "<= data.COLOR_JITTER + 0.07).any(1)", "<= data.COLOR_JITTER).any(1)",
+     [f"{JU}::test_judge_well_formed_holds_each_tolerance_at_its_edge"], None),
+    ("judge.py", "(data.SIZE_RANGES.min() - 0.5, data.SIZE_RANGES.max() + 0.5)",
+     "(data.SIZE_RANGES.min(), data.SIZE_RANGES.max())",
+     [f"{JU}::test_judge_well_formed_holds_each_tolerance_at_its_edge"], None),
+    # runs.py: a resumed run's clock goes on from its last kept evaluation (tests/test_resume.py)
+    ("runs.py", 'start_clock(self.config, kept[-1].get("seconds", 0.0) if kept else 0.0)',
+     "start_clock(self.config)", [f"{RS}::test_resume_goes_on_from_the_last_kept_evaluations_seconds"],
+     None),
+    ("runs.py", 'start_clock(self.config, kept[-1].get("seconds", 0.0) if kept else 0.0)',
+     'start_clock(self.config, read_metrics(out)[-1].get("seconds", 0.0) if kept else 0.0)',
+     [f"{RS}::test_resume_goes_on_from_the_last_kept_evaluations_seconds"], None),
+    ("runs.py", 'return round(clock["before"] + time.time() - clock["start"], 1)',
+     'return round(time.time() - clock["start"], 1)',
+     [f"{RS}::test_resume_goes_on_from_the_last_kept_evaluations_seconds"], None),
+    ("runs.py", "title(config), elapsed(config)", "title(config), 0.0",
+     [f"{RS}::test_resume_goes_on_from_the_last_kept_evaluations_seconds"], None),
+    # the tools' count of GPUs, on a simulated machine of three (tests/elsewhere.py)
+    ("tools/gpu_check.py", 'gpus = torch.cuda.device_count() if args.device == "cuda" else 0',
+     'gpus = 1 if args.device == "cuda" else 0',
+     [f"{GC}::test_the_check_counts_the_gpus_torch_sees_and_hands_the_count_to_every_run"], None),
+    ("tools/gpu_check.py", "gpus=torch.cuda.device_count(),", "gpus=1,",
+     [f"{GC}::test_the_check_counts_the_gpus_torch_sees_and_hands_the_count_to_every_run"], None),
+    ("tools/reproduce.py", 'if args.device in ("auto", "cuda") else 0', 'if args.device == "cuda" else 0',
+     [f"{RE}::test_the_suite_puts_runs_per_gpu_on_each_gpu_torch_sees"], None),
+    ("tools/reproduce.py", "min(RUNS_PER_GPU * gpus, os.cpu_count() or 1)",
+     "min(RUNS_PER_GPU, os.cpu_count() or 1)",
+     [f"{RE}::test_the_suite_puts_runs_per_gpu_on_each_gpu_torch_sees"], None),
+    # the course's broken answers the checks once accepted: A4's block, A7's modes, A9's probe
+    ("dit.py", "h = modulate(self.norm2(x), shift2, scale2)", "h = modulate(x, shift2, scale2)",
+     [f"{D}::test_a_block_is_adaln_attention_then_adaln_mlp"], "A4"),
+    ("dit.py", "h = modulate(self.norm1(x), shift1, scale1)", "h = modulate(x, shift1, scale1)",
+     [f"{D}::test_a_block_is_adaln_attention_then_adaln_mlp"], "A4"),
+    ("dit.py", "modulation = self.modulation(F.silu(c))[:, None]",
+     "modulation = self.modulation(F.silu(c.detach()))[:, None]",
+     [f"{D}::test_a_block_passes_the_gradient_to_its_condition"], "A4"),
+    ("dit.py", "return x + gate2 * self.mlp(h)", "return x + gate2.detach() * self.mlp(h)",
+     [f"{D}::test_a_block_passes_the_gradient_to_its_condition"], "A4"),
+    ("dit.py",                                         # the units named other than inside.py reads
+     "        self.modulation = nn.Linear(width, 6 * width)\n"
+     "        nn.init.zeros_(self.modulation.weight)            # gates start at 0: block = identity\n"
+     "        nn.init.zeros_(self.modulation.bias)\n"
+     "\n"
+     "    def forward(self, x, c, attn_mask=None):                                 # x (B, T, D), c (B, D)\n"
+     '        """attn_mask (T, T): True where a position may not look (ar.py\'s causal order);\n'
+     '        None: all see all."""\n'
+     "        modulation = self.modulation(F.silu(c))[:, None]",
+     "        self.adaln = nn.Linear(width, 6 * width)\n"
+     "        nn.init.zeros_(self.adaln.weight)            # gates start at 0: block = identity\n"
+     "        nn.init.zeros_(self.adaln.bias)\n"
+     "\n"
+     "    def forward(self, x, c, attn_mask=None):                                 # x (B, T, D), c (B, D)\n"
+     '        """attn_mask (T, T): True where a position may not look (ar.py\'s causal order);\n'
+     '        None: all see all."""\n'
+     "        modulation = self.adaln(F.silu(c))[:, None]",
+     [f"{IN}::test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back"],
+     "A4"),
+    ("data.py", "values[:, 4] = sizes[bits[:, 2]]", "values[:, 4] = sizes[bits[:, 1]]",   # colour's bit
+     [f"{DA}::test_data_discrete_condition_carries_each_factors_class_as_the_contract_defines_it"],
+     "A7"),
+    ("data.py", "values[:, 1:4] = colors[bits[:, 1]]", "values[:, 1:4] = colors[bits[:, 2]]",  # size's
+     [f"{DA}::test_data_discrete_condition_carries_each_factors_class_as_the_contract_defines_it"],
+     "A7"),
+    ("data.py", "dropped = torch.rand(len(latents), 3, generator=rng, device=device) < drop_prob",
+     "dropped = torch.rand(len(latents), 3, device=device) < drop_prob",
+     [f"{DA}::test_dropout_draws_from_the_runs_generator_alone"], "A7"),
+    ("inside.py", "return (((test_x - mean) / std) @ w + b > 0).long()",
+     "return (((test_x - test_x.mean(0)) / (test_x.std(0) + 1e-6)) @ w + b > 0).long()",
+     [f"{IN}::test_the_layer_probe_standardises_what_it_reads"], "A9"),
+    ("inside.py", "                out.bias.copy_(bias)\n", "                pass\n",
+     [f"{IN}::test_ablating_a_head_removes_exactly_its_contribution"], "A9"),
+    ("inside.py", "    try:\n        yield model\n    finally:\n", "    if True:\n        yield model\n",
+     [f"{IN}::test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back"],
+     "A9"),
+    ("inside.py", "        for hook in hooks:\n            hook.remove()\n        with torch.no_grad():\n",
+     "        with torch.no_grad():\n",
+     [f"{IN}::test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back"],
+     "A9"),
 ]
 
 

@@ -186,3 +186,46 @@ def test_the_run_ends_on_111_beside_the_seen_compositions():
                                "found_beyond": 0.9}) == [
         "4 to 10 objects asked (never trained): exact 40.0%, found 90.0%",
         "1 to 3 objects asked (as trained):     exact 100.0%, found 100.0%"]
+
+
+# Right answers written another way than the repository's: (assignment, file, the repository's
+# text, the variant). The checks are about behaviour, so each must pass them.
+VARIANTS = [
+    ("A4", "dit.py",                                                 # one norm, its own eps
+     "        self.norm1 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)\n"
+     "        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)\n"
+     "        self.norm2 = nn.LayerNorm(width, elementwise_affine=False, eps=1e-6)\n",
+     "        self.norm = nn.LayerNorm(width, elementwise_affine=False)\n"
+     "        self.attention = nn.MultiheadAttention(width, heads, batch_first=True)\n"),
+    ("A4", "dit.py",                                                 # the six in another order
+     "        shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)\n"
+     "        h = modulate(self.norm1(x), shift1, scale1)\n",
+     "        gate1, gate2, shift1, shift2, scale1, scale2 = modulation.chunk(6, -1)\n"
+     "        h = modulate(self.norm(x), shift1, scale1)\n"),
+    ("A4", "dit.py", "h = modulate(self.norm2(x), shift2, scale2)",
+     "h = self.norm(x) * (1 + scale2) + shift2"),
+    ("A6", "jepa_maskgit.py", "    hidden = random_mask(*ids.shape, rng, schedule)\n",
+     "    hidden = maskgit.random_mask(*ids.shape, rng, schedule)\n"),       # by its module's name
+    ("A7", "data.py",
+     "dropped = torch.rand(len(latents), 3, generator=rng, device=device) < drop_prob",
+     "dropped = torch.bernoulli(torch.full((len(latents), 3), drop_prob, device=device), "
+     "generator=rng).bool()"),
+]
+
+
+def test_the_checks_accept_right_answers_written_another_way(tmp_path):
+    """A copy of the repository with VARIANTS written in passes its assignments' checks (one
+    pytest for them all: a few seconds)."""
+    from mutations import copy_of_repository
+    copy_of_repository(str(tmp_path))
+    for _, path, right, variant in VARIANTS:
+        source = (tmp_path / path).read_text()
+        assert source.count(right) == 1, (path, right)
+        (tmp_path / path).write_text(source.replace(right, variant))
+    checks = sorted({os.path.join(str(tmp_path), ASSIGNMENTS[name]["checks"])
+                     for name, *_ in VARIANTS})
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             *checks], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, COURSE_DIR=str(tmp_path),
+                                     PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
+    assert result.returncode == 0, result.stdout[-3000:]
