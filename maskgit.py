@@ -37,7 +37,7 @@ SAMPLING = ("sample_steps", "unmask",
 # together); the last are this generator's own.
 DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, lr_schedule="constant", warm_up_steps=200,
                 weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
-                width=128, depth=4, heads=4, data="fixed", train_per_comp=5000,
+                width=128, depth=4, heads=4, world="shapes2d", data="fixed", train_per_comp=5000,
                 cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
                 # MaskGIT's decoding, as its paper: the most confident ids first
                 sample_steps=10, mask_schedule="cosine", choice_temperature=4.5,
@@ -130,8 +130,8 @@ class Block(nn.Module):
 
 
 class MaskGIT(nn.Module):
-    def __init__(self, vocab_size, width=128, depth=4, heads=4, length=64, cond="continuous",
-                 groups=data.COND_GROUPS):
+    def __init__(self, vocab_size, width=128, depth=4, heads=4, length=64,
+                 cond="continuous", groups=data.COND_GROUPS):
         super().__init__()
         self.mask_id = vocab_size                                           # an id of its own
         self.embed = nn.Embedding(vocab_size + 1, width)

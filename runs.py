@@ -58,7 +58,7 @@ def add_common_arguments(parser, name, defaults, shapes2d=True):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "mps", "cpu"))
     if shapes2d:
-        parser.add_argument("--world", default=data.NAME, choices=worlds.WORLDS,
+        parser.add_argument("--world", default=defaults["world"], choices=worlds.WORLDS,
                             help="what the images show: data.py's Shapes2D or a world beside it "
                                  "(worlds.py); a world may size --train-per-comp and "
                                  "--samples-per-comp otherwise (its RUN_DEFAULTS)")

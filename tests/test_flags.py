@@ -160,7 +160,7 @@ def drawn(script, *flags, model=None):
     """The images (8, H, W, 3) one evaluation draws, one per composition, with this config."""
     model, tokenizer = model or network(script)
     return runs.generate(MODULES[script].draw, model, tokenizer, config(script, *flags),
-                         runs.requests(1), seed=0)
+                         data.requests(1), seed=0)
 
 
 def calls(module, function):
@@ -219,7 +219,7 @@ def evaluated_conditions(*flags):
 def test_common_cond_drop_and_text_partial_are_off_at_evaluation():
     """Condition dropout and text-partial's left-out words are training's: every evaluation asks
     for each factor, in every word of the caption, of the latents its seed draws."""
-    latents = data.sample_latents(runs.requests(4), np.random.default_rng(0))
+    latents = data.sample_latents(data.requests(4), np.random.default_rng(0))
     for mode in ("dropout", "discrete-dropout"):
         values, present = evaluated_conditions("--cond", mode, "--cond-drop", "0.9",
                                                "--samples-per-comp", "4")
