@@ -125,8 +125,8 @@ def test_judge_evaluate_aggregates_each_reading_by_composition_and_split_and_ove
     judged = {"composed": np.array(composed, bool), "precise": np.array(precise, bool),
               "legible": np.array(legible, bool), "probe_factors": np.array(probe_factors, bool)}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(judge, "readings", lambda images, factors: judged)
-        patch.setattr(judge, "instruments", lambda: {
+        patch.setattr(judge, "readings", lambda images, factors, *world: judged)
+        patch.setattr(judge, "instruments", lambda *world: {
             "reference": torch.as_tensor(reference, dtype=torch.float32),
             "reference_bits": reference_bits})
         patch.setattr(judge, "centred_pixels", lambda x: torch.as_tensor(x).flatten(1))
