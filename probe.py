@@ -121,7 +121,6 @@ def main(argv=None):
     codes = np.array([world.bits_to_code(b) for b in bits])
     print(f"{'code':>5}" + "".join(f"{factor:>8}" for factor in world.FACTORS)
           + f"{'probe_acc':>11}")
-    print(f"{'all':>5}" + "".join(f"{100 * share:7.1f}%" for share in right.mean(0)))
     for code in world.COMPOSITIONS:
         mine = right[codes == code]
         print(f"{code:>5}" + "".join(f"{100 * share:7.1f}%" for share in mine.mean(0))

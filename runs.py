@@ -133,7 +133,7 @@ def start_run(parser, args, name):
     """Validate flags (check_values), pick the device, guard the run folder, write config.json."""
     check_values(parser, args)
     modes = worlds.world(vars(args)).COND_MODES
-    if "cond" in vars(args) and args.cond not in modes:
+    if "world" in vars(args) and args.cond not in modes:
         parser.error(f"--cond {args.cond} does not apply to --world {args.world}; choose from "
                      f"{', '.join(modes)}")
     if args.eval_every > args.steps:

@@ -234,7 +234,7 @@ MUTATIONS = [
     ("runs.py", "parser.set_defaults(**worlds.world(known.world).RUN_DEFAULTS)",
      "parser.set_defaults()",
      [f"{TW}::test_common_world_is_recorded_sets_its_defaults_and_refuses_a_mode_it_lacks"], None),
-    ("runs.py", 'if "cond" in vars(args) and args.cond not in modes:', "if False:",
+    ("runs.py", 'if "world" in vars(args) and args.cond not in modes:', "if False:",
      [f"{TW}::test_common_world_is_recorded_sets_its_defaults_and_refuses_a_mode_it_lacks"], None),
     ("judge.py", "for f in np.flatnonzero(asked != read):", "for f in np.flatnonzero(asked == read):",
      [f"{TW}::test_a_substitution_counts_each_wrong_factor_of_a_legible_sample_as_the_value_read"],
