@@ -35,8 +35,9 @@ def rejudge(out):
                          "to rejudge it")
     if missing:                                      # a kept run: its last evaluation only
         per_step = {steps[-1]: os.path.join(out, "samples.npz")}
-    with open(os.path.join(out, "config.json")) as f:
-        world = worlds.world(json.load(f))                       # data.py's Shapes2D unless set
+    path = os.path.join(out, "config.json")
+    config = json.load(open(path)) if os.path.exists(path) else {}
+    world = worlds.world(config)                                 # data.py's Shapes2D unless set
     history = []
     for m in old:
         if m["step"] in per_step:
