@@ -347,9 +347,8 @@ def substitutions(judged, factors, codes, world):
 
 
 def describe(code):
-    """'110' -> 'blue big triangle'."""
-    shape, color, size = data.code_to_bits(code)
-    return f"{('red', 'blue')[color]} {('big', 'small')[size]} {('circle', 'triangle')[shape]}"
+    """'110' -> 'blue big triangle' (data.describe, the world's own words)."""
+    return data.describe(code)
 
 
 # ---------------------------------------------------------------- agreement with a person

@@ -66,7 +66,6 @@ GROUPS = {"group0": tuple(c for c in SEEN if group1_count(c) == 0),        # the
           "group1": tuple(c for c in SEEN if group1_count(c) == 1), "level1": LEVEL1,
           "level2": LEVEL2}
 COND_MODES = ("continuous", "discrete", "dropout", "discrete-dropout")
-TEXT_MODES = ()
 
 HUE_STEP, HUE_JITTER = 36.0, 5.0              # degrees
 SIZES = 4.0 + 1.2 * np.arange(8)              # class half-heights (pixels)
