@@ -41,6 +41,8 @@ study's many-valued world):
     readings(images, factors)        (a further world) its own reading of an image's factors: one
                                      legible object, which values, rendered precisely; judge.py
                                      holds Shapes2D's
+    narrowed(N)                      (optional) the world learning from N of its seen codes only,
+                                     --seen-count N (shapes3d.py's diversity sweep)
 """
 import hashlib
 import os

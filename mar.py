@@ -36,8 +36,9 @@ SAMPLING = ("sample_steps", "diffusion_steps", "temperature")   # what tools/res
 # together); the last are this generator's own.
 DEFAULTS = dict(steps=2000, batch_size=64, lr=1e-3, lr_schedule="constant", warm_up_steps=200,
                 weight_decay=0.0, ema_decay=0.999, adamw_betas=[0.9, 0.99], clip_norm=1.0,
-                width=128, depth=4, heads=4, world="shapes2d", data="fixed", train_per_comp=5000,
-                cond="continuous", cond_drop=0.1, eval_every=250, samples_per_comp=32,
+                width=128, depth=4, heads=4, world="shapes2d", seen_count=None, data="fixed",
+                train_per_comp=5000, cond="continuous", cond_drop=0.1, eval_every=250,
+                samples_per_comp=32,
                 # MAR's tokens, per-token diffusion and decoding (the MAR paper draws 4 (t, noise)
                 # a token; 2 keeps a CPU run in budget)
                 tokenizer="pixels", draws=2, time_dist="logit-normal", diffusion_steps=25,

@@ -62,6 +62,10 @@ def add_common_arguments(parser, name, defaults, shapes2d=True):
                             help="what the images show: data.py's Shapes2D or a world beside it "
                                  "(worlds.py); a world may size --train-per-comp and "
                                  "--samples-per-comp otherwise (its RUN_DEFAULTS)")
+        parser.add_argument("--seen-count", type=int, default=defaults["seen_count"],
+                            metavar="N", help="learn from the first N of the world's seen codes "
+                            "only (shapes3d.seen_order; default: all); the novel codes and the "
+                            "training set's size stay")
         parser.add_argument("--cond", default=defaults["cond"], choices=data.COND_MODES)
         parser.add_argument("--cond-drop", type=float, default=defaults["cond_drop"],
                             help="hiding probability per factor")
@@ -101,7 +105,10 @@ def parse_args(parser, argv=None):
     """The flags, the defaults of what the chosen world sizes otherwise (RUN_DEFAULTS) first."""
     known, _ = parser.parse_known_args(argv)
     if "world" in vars(known):
-        parser.set_defaults(**worlds.world(known.world).RUN_DEFAULTS)
+        try:
+            parser.set_defaults(**worlds.world(vars(known)).RUN_DEFAULTS)
+        except ValueError as error:                      # a --seen-count the world cannot take
+            parser.error(str(error))
     return parser.parse_args(argv)
 
 

@@ -7,8 +7,15 @@ WORLDS = {"shapes2d": data, "shapes3d": shapes3d}
 
 
 def world(name):
-    """The module of the world of that name; a config (a dict) names it under "world"."""
-    name = name.get("world", data.NAME) if isinstance(name, dict) else name
+    """The module of the world of that name; a config (a dict) names it under "world", and under
+    "seen_count" how many of its seen codes generators learn from (None: all; the world's
+    narrowed())."""
+    config = name if isinstance(name, dict) else {"world": name}
+    name, count = config.get("world", data.NAME), config.get("seen_count")
     if name not in WORLDS:
         raise SystemExit(f"error: unknown world {name!r}; choose from {', '.join(WORLDS)}")
-    return WORLDS[name]
+    if count is None:
+        return WORLDS[name]
+    if not hasattr(WORLDS[name], "narrowed"):
+        raise ValueError(f"--seen-count {count}: world {name!r} has one seen set")
+    return WORLDS[name].narrowed(count)

@@ -391,3 +391,58 @@ def test_collect_a_world_of_many_compositions_tables_each_group_and_its_commones
     assert rows[0].split(" | ")[8] == "none (0)"
     assert (tmp_path / "kept" / "real.png").exists()
     assert (tmp_path / "kept" / "runs" / "maskgit-seed0" / "samples.png").exists()
+
+
+def test_collect_a_seen_count_sweep_tables_each_n_and_draws_it(tmp_path):
+    """Two seeds trained on 12 seen codes beside one on all 190: the trained codes, the seen ones
+    not trained, level-1 and level-2 per N, and the reach read from reach.json."""
+    import shapes3d
+    codes, trained = shapes3d.COMPOSITIONS, shapes3d.narrowed(12).SEEN
+
+    def line(level2):
+        acc = {c: level2 if c in shapes3d.LEVEL2 else 1.0 if c in trained else 0.5
+               for c in codes}
+        return {"step": 8, "loss": 1.0, "seconds": 1.0, "acc": acc, "fidelity": acc,
+                "probe_acc": {c: 0.75 for c in codes}, "seen": 0.5, "level1": 0.2,
+                "level2": level2, "malformed": 0.0}
+    samples = dict(images=np.zeros((240, 32, 32, 3), np.uint8),
+                   factors=np.array([shapes3d.code_to_bits(c) for c in codes]))
+    recipe = {"model": "maskgit", "world": "shapes3d", "lr_schedule": "cosine"}
+    for seed, level2 in ((0, 0.0), (1, 0.5)):
+        write_run(tmp_path / "kept" / "runs" / f"maskgit-seen12-seed{seed}",
+                  {**recipe, "seed": seed, "seen_count": 12}, [line(level2)], **samples)
+    write_run(tmp_path / "kept" / "runs" / "maskgit-seed0", {**recipe, "seed": 0}, [line(1.0)],
+              **samples)
+    with open(tmp_path / "kept" / "reach.json", "w") as f:
+        json.dump({"12": {"level1": [0.1, 0.2], "level2": [0.3, 0.4]}}, f)
+    groups, written = collect.write(str(tmp_path / "kept"))
+    table = written.split("## How much diversity", 1)[1]
+    cells = {row.split(" | ")[1]: row.split(" | ") for row in table.splitlines()
+             if row.startswith("| maskgit")}
+    assert cells["12"][3:10] == ["100.0 ± 0.0", "50.0 ± 0.0", "20.0 ± 0.0", "25.0 ± 25.0",
+                                 "0.0 / 50.0", "75.0 ± 0.0", "40.0% |"]
+    assert cells["190"][3:5] == ["53.2", "-"]     # (12 x 100% + 178 x 50%) / 190, all trained
+    assert not [row for row in written.split("## How much", 1)[0].splitlines()
+                if "--seen-count" in row]         # a narrowed run has no row of the group table
+    assert (tmp_path / "kept" / "diversity.png").exists()
+
+
+def test_collect_draws_the_sweep_thin_per_seed_the_mean_bold_and_the_reach(monkeypatch):
+    lines = []
+    monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
+        "subplots": staticmethod(lambda *a, **k: (Axes(lines), [[Axes(lines), Axes(lines)]])),
+        "close": staticmethod(lambda fig: None)}))
+    monkeypatch.setitem(collect.SEEN_REACH, "shares", {
+        "190": {"level1": [0.0, 0.05], "level2": [0.0, 0.1]},
+        "12": {"level1": [0.1, 0.2], "level2": [0.3, 0.4]}})
+
+    def final(level1, level2):
+        return {"level1": level1, "level2": level2}
+    collect.plot_seen_sweep("unused.png", {"maskgit": {12: [final(0.1, 0.0), final(0.3, 0.5)],
+                                                       190: [final(0.9, 0.8)]}})
+    assert lines == [
+        ([12, 190], [0.0, 80.0], "-", None), ([12], [50.0], "-", None),        # each seed, thin
+        ([12, 190], [25.0, 80.0], "-", "level-2"),                             # the mean, bold
+        ([12, 190], [10.0, 90.0], "--", None), ([12], [30.0], "--", None),
+        ([12, 190], [20.0, 90.0], "--", "level-1"),
+        ([12, 190], [40.0, 10.0], "-", "level-2"), ([12, 190], [20.0, 5.0], "--", "level-1")]

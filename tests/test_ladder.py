@@ -129,8 +129,8 @@ def test_the_ladder_is_a_diff_neighbours_differ_by_little_more_than_objective_he
 
 ALLOWED = {("dit.py", "lr"): 2e-3}     # DiT's own rate, from the recipe study (results/README.md)
 RECIPE = ("steps", "batch_size", "lr", "lr_schedule", "warm_up_steps", "weight_decay", "ema_decay",
-          "adamw_betas", "clip_norm", "width", "depth", "heads", "world", "data", "train_per_comp",
-          "cond", "cond_drop", "eval_every", "samples_per_comp")
+          "adamw_betas", "clip_norm", "width", "depth", "heads", "world", "seen_count", "data",
+          "train_per_comp", "cond", "cond_drop", "eval_every", "samples_per_comp")
 
 
 def test_every_generator_trains_with_the_same_recipe_and_its_block_holds_every_knob():

@@ -189,3 +189,86 @@ def test_a_substitution_counts_each_wrong_factor_of_a_legible_sample_as_the_valu
     codes = np.array([W.bits_to_code(f) for f in factors])
     assert judge.substitutions(judged, factors, codes, W) == {
         "826": {"color=blue": 1, "shape=cylinder": 1}, "927": {"size=6": 1}}
+
+
+# --------------------------------------------------------- --seen-count: narrower seen sets
+def test_seen_sets_are_nested_and_show_every_value_beside_group_0_from_the_smallest_on():
+    assert sorted(W.seen_order()) == sorted(W.SEEN)
+    for small, big in ((10, 12), (12, 24), (24, 48), (48, 95), (95, 190)):
+        assert set(W.narrowed(small).SEEN) < set(W.narrowed(big).SEEN)
+    for n in (10, 11, 12, 24, 48, 95, 190):
+        seen = W.narrowed(n).SEEN
+        assert len(seen) == n and list(seen) == [c for c in W.SEEN if c in seen]
+        shown = np.array([W.code_to_bits(c) for c in seen])
+        assert all(set(shown[:, f]) == set(range(len(v))) for f, v in enumerate(W.VALUES)), n
+        for f, group in enumerate(W.GROUP1):
+            for value in group:
+                beside = [b for b in shown if b[f] == value]
+                assert beside and all(W.group1_count(W.bits_to_code(b)) == 1 for b in beside)
+    with pytest.raises(ValueError, match="--seen-count 9 .*10-190"):
+        W.narrowed(9)
+
+
+def test_seen_sets_grow_by_the_values_shown_least():
+    """Each value is seen in about as many combinations as any other of its factor, until super
+    group 1's run out (each of its colours has 12 seen codes)."""
+    order = W.seen_order()
+    for n in (12, 24, 48, 95):
+        for f, values in enumerate(W.VALUES):
+            counts = np.bincount([W.code_to_bits(c)[f] for c in order[:n]],
+                                 minlength=len(values))
+            assert counts.max() - counts.min() <= 2, (n, f, counts)
+
+
+@pytest.mark.parametrize("kind", ["fixed", "fresh"])
+def test_a_narrowed_world_keeps_the_test_set_and_the_images_and_learns_its_codes_only(kind):
+    narrow = W.narrowed(24)
+    assert narrow.SPLITS == W.SPLITS and np.array_equal(narrow.requests(8), W.requests(8))
+    assert abs(narrow.RUN_DEFAULTS["train_per_comp"] * 24 - 100 * 190) <= 12
+    assert abs(narrow.TOKENIZERS["codebook"]["per_code"] * 24 - 20 * 190) <= 12
+    assert narrow.DEFINITION != W.DEFINITION and W.narrowed(190).DEFINITION == W.DEFINITION
+    assert W.narrowed(190).SEEN == W.SEEN and W.narrowed(190).RUN_DEFAULTS == W.RUN_DEFAULTS
+    assert W.SEEN == tuple(c for c in W.COMPOSITIONS if W.group1_count(c) <= 1)   # untouched
+    training = data.TrainingData(kind, 3, "continuous", 0.1, lambda x: x, world=narrow)
+    images, _, _ = training.batch(200, torch.Generator().manual_seed(0))
+    read = {W.bits_to_code(b) for b in W.read_solids(np.asarray(images))["bits"]}
+    assert read == set(narrow.SEEN)
+
+
+def test_common_seen_count_is_recorded_sizes_the_training_set_and_is_refused_where_it_cannot_be(
+        tmp_path, capsys):
+    import dit
+    config = dit.get_config(["--world", "shapes3d", "--seen-count", "24", "--out",
+                             str(tmp_path / "a")])
+    assert json.load(open(tmp_path / "a" / "config.json"))["seen_count"] == 24
+    assert config["train_per_comp"] == 792 and config["batch_size"] == dit.DEFAULTS["batch_size"]
+    assert worlds.world(config).SEEN == W.narrowed(24).SEEN
+    assert dit.get_config(["--world", "shapes3d", "--out", str(tmp_path / "b")])[
+        "seen_count"] is None
+    code, said = scripts.refused(dit, ["--seen-count", "24", "--out", str(tmp_path / "c")],
+                                 capsys)
+    assert code == 2 and "--seen-count 24" in said and "shapes2d" in said
+    code, said = scripts.refused(dit, ["--world", "shapes3d", "--seen-count", "200", "--out",
+                                       str(tmp_path / "d")], capsys)
+    assert code == 2 and "--seen-count 200" in said
+
+
+def test_the_reach_of_a_narrower_seen_set_misses_more_of_level_2s_codebook_ids(monkeypatch):
+    """tools/world.py --world shapes3d: each seen set's own codebook and training tokens; fewer
+    seen codes leave more of the novel renders' ids untrained (small codebooks keep this cheap)."""
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location("world_tool", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "world.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    monkeypatch.setattr(W, "_NARROWED", {})
+    monkeypatch.setattr(W, "TRAINING_IMAGES", 760)
+    monkeypatch.setattr(W, "RUN_DEFAULTS", dict(W.RUN_DEFAULTS, train_per_comp=4))
+    monkeypatch.setattr(W, "HELD_OUT_PER_CODE", 2)
+    monkeypatch.setattr(W, "TOKENIZERS", {"codebook": dict(n_masks=48, n_colors=10,
+                                                           normalize=True, per_code=1)})
+    shares = tool.seen_reach((12, 190))
+    assert set(shares) == {12, 190} and set(shares[12]) == {"level1", "level2"}
+    assert shares[12]["level2"][1] > shares[190]["level2"][1] >= 0
+    assert shares[12]["level1"][1] > shares[190]["level1"][1]

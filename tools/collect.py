@@ -415,7 +415,7 @@ def text(groups, command):
 
 def world_of(groups):
     """The world the runs of a results folder learnt (data.py's Shapes2D unless --world said)."""
-    return worlds.world(next(iter(groups.values()))[0][1])
+    return worlds.world(next(iter(groups.values()))[0][1].get("world", data.NAME))
 
 
 def write(folder, clock=None, command=None):
@@ -454,6 +454,10 @@ def write(folder, clock=None, command=None):
         images, bits, _ = world.make_dataset(world.COMPOSITIONS, 1, REAL_SEED)
         runs.save_grid_png(os.path.join(folder, "real.png"), images, bits,
                            f"{world.NAME}: real renders, one of each composition", world)
+        reach = os.path.join(folder, "reach.json")
+        SEEN_REACH["shares"] = read_json(reach) if os.path.exists(reach) else {}
+        if seen_sweep(groups, world):
+            plot_seen_sweep(os.path.join(folder, "diversity.png"), seen_sweep(groups, world))
     written = text(groups, command)
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
@@ -476,7 +480,10 @@ def world_table(groups, command, world):
     lines = [head, "", "## Composed and the study's probe (%), by group", "",
              "| setting | seeds | steps | group | codes | composed | each seed | probe | "
              "commonest substitution (samples) | commit |", "|" + "---|" * 10]
+    sweep = seen_sweep(groups, world)
     for name, members in groups.items():
+        if members[0][1].get("seen_count") is not None:               # in the diversity table
+            continue
         finals = [history[-1] for _, _, history in members]
         for group, codes in world.GROUPS.items():
             def over(key):
@@ -497,7 +504,88 @@ def world_table(groups, command, world):
     lines += ["", f"Grids (rows colour × shape, columns size, each cell framed by its split): "
               f"{grids}; beside them [real renders](real.png).", "",
               "![level-1 and level-2 over training](novel.png)"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + (seen_table(sweep, world) if sweep else [])) + "\n"
+
+
+# ------------------------------------------------------------ how much diversity (--seen-count)
+def seen_sweep(groups, world):
+    """{model: {N: [each seed's last metrics line]}} for the settings trained on narrowed seen sets
+    (--seen-count N) beside their run on the whole seen set (N = 190)."""
+    by = {}
+    for members in groups.values():
+        config = members[0][1]
+        count = config.get("seen_count") or len(world.SEEN)
+        by.setdefault(setting({**config, "seen_count": None}), {})[count] = [
+            history[-1] for _, _, history in members]
+    return {base.split(".py")[0]: dict(sorted(counts.items())) for base, counts in by.items()
+            if len(counts) > 1}
+
+
+def seen_table(sweep, world):
+    """The diversity sweep's table: per model and N, composed on the N trained codes, on the seen
+    codes it never trained on, on level-1 and level-2 (mean ± std, each seed's level-2), level-2
+    on the probe, and the reach of level-2's codebook ids (reach.json, tools/world.py)."""
+    lines = ["", "## How much diversity composition needs: composed (%) against the seen codes N",
+             "", "Trained on the first N codes of `shapes3d.seen_order()` (`--seen-count N`), "
+             "19,000 training images at every N; the test set never changes.", "",
+             "| model | N | seeds | trained codes | seen, not trained | level-1 | level-2 | "
+             "each seed's level-2 | level-2 probe | level-2 ids never trained |",
+             "|" + "---|" * 10]
+    reach = SEEN_REACH.get("shares", {})
+    for model, counts in sweep.items():
+        for count, finals in counts.items():
+            trained = world.narrowed(count).SEEN
+            held_out = [c for c in world.SPLITS["seen"] if c not in trained]
+
+            def over(key, codes):
+                return [float(np.mean([f[key][c] for c in codes])) for f in finals]
+            never = reach.get(str(count), {}).get("level2")
+            lines.append(
+                f"| {model} | {count} | {len(finals)} | {mean_std(over('acc', trained))} | "
+                f"{mean_std(over('acc', held_out)) if held_out else '-'} | "
+                f"{mean_std([f['level1'] for f in finals])} | "
+                f"{mean_std([f['level2'] for f in finals])} | "
+                + " / ".join(f"{100 * f['level2']:.1f}" for f in finals)
+                + f" | {mean_std(over('probe_acc', world.LEVEL2))} | "
+                + (f"{100 * never[1]:.1f}%" if never else "-") + " |")
+    return lines + ["", "![level-2 and level-1 composed against N](diversity.png)"]
+
+
+SEEN_REACH = {}         # the folder's reach.json, read by write()
+
+
+def plot_seen_sweep(path, sweep):
+    """Level-2 (solid) and level-1 (dashed) composed against N, one panel per model, a thin line
+    per seed and the mean in bold; and a panel of the reach (level-2's ids never trained)."""
+    plt = runs.pyplot()
+    reach = SEEN_REACH.get("shares", {})
+    fig, axes = plt.subplots(1, len(sweep) + 1, figsize=(4.2 * (len(sweep) + 1), 3.6),
+                             squeeze=False)
+    for ax, (model, counts) in zip(axes[0], sweep.items()):
+        ns = list(counts)
+        for split, style, color in (("level2", "-", "tab:red"), ("level1", "--", "hotpink")):
+            for seed in range(max(len(f) for f in counts.values())):
+                points = [(n, 100 * f[seed][split]) for n, f in counts.items() if seed < len(f)]
+                ax.plot(*zip(*points), style, color=color, linewidth=0.6, alpha=0.6)
+            ax.plot(ns, [100 * np.mean([f[split] for f in counts[n]]) for n in ns], style,
+                    color=color, linewidth=2.2, marker="o", markersize=3,
+                    label=split.replace("level", "level-"))
+        ax.set_title(f"{model}: composed (%)", fontsize=9)
+    panels = list(axes[0][:-1])
+    ns = sorted(int(n) for n in reach)
+    for split, style in (("level2", "-"), ("level1", "--")):
+        if ns:
+            axes[0][-1].plot(ns, [100 * reach[str(n)][split][1] for n in ns], style, color="gray",
+                             marker="o", markersize=3, label=split.replace("level", "level-"))
+    axes[0][-1].set_title("codebook ids of novel renders never trained (%)", fontsize=9)
+    for ax in panels + [axes[0][-1]]:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("seen codes N")
+        ax.set_ylim(-3, 103)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 # ------------------------------------------------------------------ the time course (long runs)

@@ -29,6 +29,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import collect  # noqa: E402
 import runs  # noqa: E402
+from shapes3d import SEEN_COUNTS  # noqa: E402
 
 BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evaluation and data sizes
     "tiny": dict(steps=3, long_steps=6, eval_every=2, samples_per_comp=2, train_per_comp=100,
@@ -52,8 +53,11 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
     "conditioning": {f"dit-{mode}": ("dit.py", ["--cond", mode])
                      for mode in ("dropout", "discrete", "discrete-dropout")},
     "unmasking": {"maskgit-random": ("maskgit.py", ["--unmask", "random"])},
-    "shapes3d": {name: (f"{name}.py", ["--world", "shapes3d", "--lr-schedule", "cosine"])
-                 for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},   # its recipe
+    "shapes3d": {**{name: (f"{name}.py", ["--world", "shapes3d", "--lr-schedule", "cosine"])
+                    for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # its recipe
+                 **{f"{name}-seen{n}": (f"{name}.py", ["--world", "shapes3d", "--lr-schedule",
+                                                       "cosine", "--seen-count", str(n)])
+                    for name in ("maskgit", "dit") for n in SEEN_COUNTS[:-1]}},   # diversity
     "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
                                     ("all", "local"))},
