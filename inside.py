@@ -196,8 +196,8 @@ def ablated(model, chosen, means, zero=False):
         for hook in hooks:
             hook.remove()
         with torch.no_grad():
-            for out, weight, bias in saved:
-                out.weight.copy_(weight)
+            for out, weight, bias in reversed(saved):    # last in, first out: two heads of a
+                out.weight.copy_(weight)                 # block share out_proj
                 out.bias.copy_(bias)
 
 

@@ -333,6 +333,9 @@ MUTATIONS = [
      'per_code["probe_acc"] = {c: probe.probe_accuracy(judged["probe_factors"])',
      [f"{JU}::test_judge_probe_acc_is_the_product_of_per_factor_accuracies_per_composition"], None),
     # inside.py: ablation, the layer probe, the circuit ablation
+    ("inside.py", "for out, weight, bias in reversed(saved):", "for out, weight, bias in saved:",
+     ["tests/test_inside.py::test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back"],
+     None),
     ("inside.py", "out.bias += out.weight[:, columns] @ mean", "pass",
      [f"{IN}::test_ablating_a_head_removes_exactly_its_contribution"], "A9"),
     ("inside.py", "columns = slice(head * mean.numel(), (head + 1) * mean.numel())",

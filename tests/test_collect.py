@@ -394,8 +394,9 @@ def test_collect_a_world_of_many_compositions_tables_each_group_and_its_commones
 
 
 def test_collect_a_seen_count_sweep_tables_each_n_and_draws_it(tmp_path):
-    """Two seeds trained on 12 seen codes beside one on all 190: the trained codes, the seen ones
-    not trained, level-1 and level-2 per N, and the reach read from reach.json."""
+    """Two seeds trained on 12 seen codes beside one on all 190 (and a model trained on all 190
+    only, no sweep): the trained codes, the seen ones not trained, level-1 and level-2 per N, and
+    the reach read from reach.json."""
     import shapes3d
     codes, trained = shapes3d.COMPOSITIONS, shapes3d.narrowed(12).SEEN
 
@@ -413,12 +414,15 @@ def test_collect_a_seen_count_sweep_tables_each_n_and_draws_it(tmp_path):
                   {**recipe, "seed": seed, "seen_count": 12}, [line(level2)], **samples)
     write_run(tmp_path / "kept" / "runs" / "maskgit-seed0", {**recipe, "seed": 0}, [line(1.0)],
               **samples)
+    write_run(tmp_path / "kept" / "runs" / "dit-seed0", {**recipe, "model": "dit", "seed": 0},
+              [line(1.0)], **samples)                       # one N only: not in the sweep
     with open(tmp_path / "kept" / "reach.json", "w") as f:
         json.dump({"12": {"level1": [0.1, 0.2], "level2": [0.3, 0.4]}}, f)
     groups, written = collect.write(str(tmp_path / "kept"))
     table = written.split("## How much diversity", 1)[1]
     cells = {row.split(" | ")[1]: row.split(" | ") for row in table.splitlines()
              if row.startswith("| maskgit")}
+    assert not [row for row in table.splitlines() if row.startswith("| dit")]
     assert cells["12"][3:10] == ["100.0 ± 0.0", "50.0 ± 0.0", "20.0 ± 0.0", "25.0 ± 25.0",
                                  "0.0 / 50.0", "75.0 ± 0.0", "40.0% |"]
     assert cells["190"][3:5] == ["53.2", "-"]     # (12 x 100% + 178 x 50%) / 190, all trained

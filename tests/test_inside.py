@@ -91,7 +91,8 @@ def test_ablating_a_head_removes_exactly_its_contribution(zero):
 def test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back():
     """Inside: the MLP's and the modulation's outputs are their means (the block sees them);
     leaving, by the end of the `with` block or by an error in it, puts back every weight (a head's
-    out_proj too) and removes every hook: the network computes what it did, bit for bit."""
+    out_proj too, two heads of one block in the order that undoes both) and removes every hook:
+    the network computes what it did, bit for bit."""
     model = tiny_dit()
     block = model.blocks[0]
     x, t = torch.randn(2, 64, 48), torch.full((2,), 0.5)
@@ -99,7 +100,7 @@ def test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everyth
                                                             np.random.default_rng(0)),
                                         "continuous", train=False)
     means = {"block 0 mlp": torch.full((32,), 0.25), "block 0 adaLN": torch.full((6 * 32,), 0.1),
-             "block 0 head 2": torch.full((8,), -0.5)}
+             "block 0 head 2": torch.full((8,), -0.5), "block 0 head 0": torch.full((8,), 0.3)}
     before = {name: value.clone() for name, value in model.state_dict().items()}
     seen = {}
     with torch.no_grad():
