@@ -277,6 +277,10 @@ MUTATIONS = [
      "return data",
      [f"{CO}::test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_"
       "substitution"], None),
+    ("tools/collect.py", "np.asarray(images)[codes == code][:CLIPS_SHOWN]", "np.asarray(images)[:CLIPS_SHOWN]",
+     [f"{CO}::test_collect_shows_the_first_clips_of_each_novel_class_frame_by_frame"], None),
+    ("tools/collect.py", "FuncAnimation(fig, show, frames=shown[0][1].shape[1])", "FuncAnimation(fig, show, frames=2)",
+     [f"{CO}::test_collect_shows_the_first_clips_of_each_novel_class_frame_by_frame"], None),
     ("tools/collect.py", 'count = config.get("seen_count") or len(world.SEEN)',
      'count = config.get("seen_count") or 0',
      [f"{CO}::test_collect_a_seen_count_sweep_tables_each_n_and_draws_it"], None),

@@ -450,3 +450,30 @@ def test_collect_draws_the_sweep_thin_per_seed_the_mean_bold_and_the_reach(monke
         ([12, 190], [10.0, 90.0], "--", None), ([12], [30.0], "--", None),
         ([12, 190], [20.0, 90.0], "--", "level-1"),
         ([12, 190], [40.0, 10.0], "-", "level-2"), ([12, 190], [20.0, 5.0], "--", "level-1")]
+
+
+def test_collect_shows_the_first_clips_of_each_novel_class_frame_by_frame(tmp_path):
+    """A clip world's pictures: the first six clips asked for each novel class, split into their
+    four frames; clips.gif plays the frames in turn, strip.png lays them out."""
+    import types
+
+    from PIL import Image
+    world = types.SimpleNamespace(
+        LEVEL1=("02", "10"), LEVEL2=(), bits_to_code=lambda bits: "".join(map(str, bits)),
+        describe={"02": "day-right", "10": "night-left"}.get,
+        frames_of=lambda x: np.asarray(x).reshape(len(x), 2, 16, 2, 16, 3).transpose(
+            0, 1, 3, 2, 4, 5).reshape(len(x), 4, 16, 16, 3))
+    factors = np.array([[0, 0], [0, 2], [0, 0]] + [[0, 2]] * 7 + [[1, 0]])
+    images = np.arange(len(factors), dtype=np.uint8)[:, None, None, None] * np.ones(
+        (1, 32, 32, 3), np.uint8)
+    images[:, :16, 16:] += 30                                  # frame 2, top right
+    images[:, 16:, :16] += 60                                  # frame 3, bottom left
+    images[:, 16:, 16:] += 100                                 # frame 4, bottom right
+    shown = collect.novel_clips(images, factors, world)
+    assert [label for label, _ in shown] == ["day-right", "night-left"]
+    assert shown[0][1][:, 0, 0, 0, 0].tolist() == [1, 3, 4, 5, 6, 7]        # asked, in order
+    assert shown[0][1][:, 3, 0, 0, 0].tolist() == [101, 103, 104, 105, 106, 107]
+    assert shown[1][1].shape == (1, 4, 16, 16, 3) and shown[1][1][0, 0, 0, 0, 0] == 10
+    collect.save_clips(str(tmp_path), images, factors, world, "a run")
+    assert Image.open(tmp_path / "clips.gif").n_frames == 4
+    assert (tmp_path / "strip.png").exists()

@@ -454,6 +454,12 @@ def write(folder, clock=None, command=None):
         images, bits, _ = world.make_dataset(world.COMPOSITIONS, 1, REAL_SEED)
         runs.save_grid_png(os.path.join(folder, "real.png"), images, bits,
                            f"{world.NAME}: real renders, one of each composition", world)
+        if hasattr(world, "frames_of"):                   # a clip world: watch the novel clips
+            for members in groups.values():
+                name = members[0][0]                                       # its first seed
+                saved = np.load(os.path.join(folder, "runs", name, "samples.npz"))
+                save_clips(os.path.join(folder, "runs", name), saved["images"], saved["factors"],
+                           world, f"{name}: {setting(members[0][1])}")
         reach = os.path.join(folder, "reach.json")
         SEEN_REACH["shares"] = read_json(reach) if os.path.exists(reach) else {}
         if seen_sweep(groups, world):
@@ -505,6 +511,53 @@ def world_table(groups, command, world):
               f"{grids}; beside them [real renders](real.png).", "",
               "![level-1 and level-2 over training](novel.png)"]
     return "\n".join(lines + (seen_table(sweep, world) if sweep else [])) + "\n"
+
+
+# ------------------------------------------------------------------------- a world of clips
+CLIPS_SHOWN = 6                                      # clips of each novel class in the pictures
+
+
+def novel_clips(images, factors, world):
+    """[(class, its first CLIPS_SHOWN clips as frames (K, T, H, W, 3) uint8)], novel classes."""
+    codes = np.array([world.bits_to_code(f) for f in factors])
+    return [(world.describe(code), world.frames_of(np.asarray(images)[codes == code][:CLIPS_SHOWN]))
+            for code in world.LEVEL1 + world.LEVEL2 if (codes == code).any()]
+
+
+def save_clips(folder, images, factors, world, title):
+    """clips.gif, the run's novel clips playing (one row a class, its frames in turn, matplotlib's
+    Pillow writer), and strip.png, the same clips still: one row a clip, its frames left to
+    right."""
+    plt = runs.pyplot()
+    from matplotlib.animation import FuncAnimation, PillowWriter
+    shown = novel_clips(images, factors, world)
+    fig, axes = plt.subplots(len(shown), 1, figsize=(1.0 * CLIPS_SHOWN, 1.3 * len(shown)),
+                             squeeze=False)
+    pictures = []
+    for ax, (label, frames) in zip(axes[:, 0], shown):
+        pictures.append(ax.imshow(np.concatenate(list(frames[:, 0]), 1), interpolation="nearest"))
+        ax.set_title(f"asked: {label}", fontsize=8)
+        ax.set_axis_off()
+    fig.suptitle(title, fontsize=8)
+
+    def show(t):
+        for picture, (_, frames) in zip(pictures, shown):
+            picture.set_data(np.concatenate(list(frames[:, t]), 1))
+        return pictures
+    FuncAnimation(fig, show, frames=shown[0][1].shape[1]).save(
+        os.path.join(folder, "clips.gif"), writer=PillowWriter(fps=2), dpi=80)
+    plt.close(fig)
+    rows = [np.concatenate(list(clip), 1) for _, frames in shown for clip in frames]
+    fig, ax = plt.subplots(figsize=(4, 0.9 * len(rows)))
+    ax.imshow(np.concatenate(rows, 0), interpolation="nearest")
+    ax.set_yticks([(i + 0.5) * rows[0].shape[0] for i in range(len(rows))])
+    ax.set_yticklabels([label for label, frames in shown for _ in frames], fontsize=6)
+    side, count = rows[0].shape[0], rows[0].shape[1] // rows[0].shape[0]      # frames a clip
+    ax.set_xticks([(t + 0.5) * side for t in range(count)])
+    ax.set_xticklabels([f"frame {t + 1}" for t in range(count)], fontsize=6)
+    ax.set_title(title, fontsize=7)
+    fig.savefig(os.path.join(folder, "strip.png"), dpi=110, bbox_inches="tight")
+    plt.close(fig)
 
 
 # ------------------------------------------------------------ how much diversity (--seen-count)
