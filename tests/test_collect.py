@@ -411,9 +411,10 @@ def test_collect_a_seen_count_sweep_tables_each_n_and_draws_it(tmp_path):
     recipe = {"model": "maskgit", "world": "shapes3d", "lr_schedule": "cosine"}
     for seed, level2 in ((0, 0.0), (1, 0.5)):
         write_run(tmp_path / "kept" / "runs" / f"maskgit-seen12-seed{seed}",
-                  {**recipe, "seed": seed, "seen_count": 12}, [line(level2)], **samples)
-    write_run(tmp_path / "kept" / "runs" / "maskgit-seed0", {**recipe, "seed": 0}, [line(1.0)],
-              **samples)
+                  {**recipe, "seed": seed, "seen_count": 12, "train_per_comp": 1583},
+                  [line(level2)], **samples)              # --seen-count sizes the training set
+    write_run(tmp_path / "kept" / "runs" / "maskgit-seed0",
+              {**recipe, "seed": 0, "train_per_comp": 100}, [line(1.0)], **samples)
     write_run(tmp_path / "kept" / "runs" / "dit-seed0", {**recipe, "model": "dit", "seed": 0},
               [line(1.0)], **samples)                       # one N only: not in the sweep
     with open(tmp_path / "kept" / "reach.json", "w") as f:

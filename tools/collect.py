@@ -568,7 +568,8 @@ def seen_sweep(groups, world):
     for members in groups.values():
         config = members[0][1]
         count = config.get("seen_count") or len(world.SEEN)
-        by.setdefault(setting({**config, "seen_count": None}), {})[count] = [
+        base = " ".join(setting(config).replace(f"--seen-count {count}", "").split())
+        by.setdefault(base, {})[count] = [
             history[-1] for _, _, history in members]
     return {base.split(".py")[0]: dict(sorted(counts.items())) for base, counts in by.items()
             if len(counts) > 1}
@@ -631,8 +632,11 @@ def plot_seen_sweep(path, sweep):
             axes[0][-1].plot(ns, [100 * reach[str(n)][split][1] for n in ns], style, color="gray",
                              marker="o", markersize=3, label=split.replace("level", "level-"))
     axes[0][-1].set_title("codebook ids of novel renders never trained (%)", fontsize=9)
+    ticks = sorted(set(ns).union(*[counts for counts in sweep.values()]))
     for ax in panels + [axes[0][-1]]:
         ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(n) for n in ticks])
+        ax.minorticks_off()
         ax.set_xlabel("seen codes N")
         ax.set_ylim(-3, 103)
         ax.legend(fontsize=7)
