@@ -287,6 +287,8 @@ MUTATIONS = [
     ("tools/collect.py", 'base = " ".join(setting(config).replace(f"--seen-count {count}", "").split())',
      "base = setting(config)",
      [f"{CO}::test_collect_a_seen_count_sweep_tables_each_n_and_draws_it"], None),
+    ("tools/collect.py", "return read_json(path) if os.path.exists(path) else {}", "return {}",
+     [f"{CO}::test_collect_a_seen_count_sweep_tables_each_n_and_draws_it"], None),
     ("tools/collect.py", "if len(counts) > 1}", "if len(counts) > 0}",
      [f"{CO}::test_collect_a_seen_count_sweep_tables_each_n_and_draws_it"], None),
     ("tools/collect.py", 'held_out = [c for c in world.SPLITS["seen"] if c not in trained]',

@@ -437,14 +437,13 @@ def test_collect_draws_the_sweep_thin_per_seed_the_mean_bold_and_the_reach(monke
     monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
         "subplots": staticmethod(lambda *a, **k: (Axes(lines), [[Axes(lines), Axes(lines)]])),
         "close": staticmethod(lambda fig: None)}))
-    monkeypatch.setitem(collect.SEEN_REACH, "shares", {
-        "190": {"level1": [0.0, 0.05], "level2": [0.0, 0.1]},
-        "12": {"level1": [0.1, 0.2], "level2": [0.3, 0.4]}})
+    reach = {"190": {"level1": [0.0, 0.05], "level2": [0.0, 0.1]},
+             "12": {"level1": [0.1, 0.2], "level2": [0.3, 0.4]}}
 
     def final(level1, level2):
         return {"level1": level1, "level2": level2}
     collect.plot_seen_sweep("unused.png", {"maskgit": {12: [final(0.1, 0.0), final(0.3, 0.5)],
-                                                       190: [final(0.9, 0.8)]}})
+                                                       190: [final(0.9, 0.8)]}}, reach)
     assert lines == [
         ([12, 190], [0.0, 80.0], "-", None), ([12], [50.0], "-", None),        # each seed, thin
         ([12, 190], [25.0, 80.0], "-", "level-2"),                             # the mean, bold

@@ -124,7 +124,8 @@ def test_every_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp_path):
     copy = tmp_path / os.path.basename(folder)
     shutil.copytree(os.path.join(ROOT, folder, "runs"), copy / "runs")
     command = "python tools/collect.py " + folder + ("" if not clock else f" --clock {clock[0]}")
-    rebuilt = collect.text(collect.load(str(copy), clock[0] if clock else None), command)
+    rebuilt = collect.text(collect.load(str(copy), clock[0] if clock else None), command,
+                           collect.reach_of(os.path.join(ROOT, folder)))     # tools/world.py's
     assert rebuilt == read(table), f"{table} does not match its kept runs: rebuild it"
 
 

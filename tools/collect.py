@@ -403,11 +403,11 @@ def of_objects(groups):
                for members in groups.values() for _, config, _ in members)
 
 
-def text(groups, command):
+def text(groups, command, reach=None):
     """table.md: objects.py's table for its runs, the three readings' for the rest; and the time
     course of the long runs of the recipe."""
     if world_of(groups) is not data:
-        return world_table(groups, command, world_of(groups))
+        return world_table(groups, command, world_of(groups), reach or {})
     course = on_course(groups)
     written = (objects_table if of_objects(groups) else table)(groups, command)
     return written + (time_course_table(course) if course else "")
@@ -460,11 +460,10 @@ def write(folder, clock=None, command=None):
                 saved = np.load(os.path.join(folder, "runs", name, "samples.npz"))
                 save_clips(os.path.join(folder, "runs", name), saved["images"], saved["factors"],
                            world, f"{name}: {setting(members[0][1])}")
-        reach = os.path.join(folder, "reach.json")
-        SEEN_REACH["shares"] = read_json(reach) if os.path.exists(reach) else {}
         if seen_sweep(groups, world):
-            plot_seen_sweep(os.path.join(folder, "diversity.png"), seen_sweep(groups, world))
-    written = text(groups, command)
+            plot_seen_sweep(os.path.join(folder, "diversity.png"), seen_sweep(groups, world),
+                            reach_of(folder))
+    written = text(groups, command, reach_of(folder))
     with open(os.path.join(folder, "table.md"), "w") as f:
         f.write(written)
     return groups, written
@@ -474,7 +473,7 @@ def write(folder, clock=None, command=None):
 REAL_SEED = 7                                       # the real renders set beside the runs' grids
 
 
-def world_table(groups, command, world):
+def world_table(groups, command, world, reach):
     """table.md for runs in a world of many compositions: per setting and group of the world
     (world.GROUPS), composed and probe at the last evaluation (mean ± std over seeds, and each
     seed), and the commonest substitution among its legible samples that are not what was asked.
@@ -510,7 +509,7 @@ def world_table(groups, command, world):
     lines += ["", f"Grids (rows colour × shape, columns size, each cell framed by its split): "
               f"{grids}; beside them [real renders](real.png).", "",
               "![level-1 and level-2 over training](novel.png)"]
-    return "\n".join(lines + (seen_table(sweep, world) if sweep else [])) + "\n"
+    return "\n".join(lines + (seen_table(sweep, world, reach) if sweep else [])) + "\n"
 
 
 # ------------------------------------------------------------------------- a world of clips
@@ -575,7 +574,13 @@ def seen_sweep(groups, world):
             if len(counts) > 1}
 
 
-def seen_table(sweep, world):
+def reach_of(folder):
+    """{N: {split: (tokens, codes)}} of the folder's reach.json (tools/world.py), {} if none."""
+    path = os.path.join(folder, "reach.json")
+    return read_json(path) if os.path.exists(path) else {}
+
+
+def seen_table(sweep, world, reach):
     """The diversity sweep's table: per model and N, composed on the N trained codes, on the seen
     codes it never trained on, on level-1 and level-2 (mean ± std, each seed's level-2), level-2
     on the probe, and the reach of level-2's codebook ids (reach.json, tools/world.py)."""
@@ -585,7 +590,6 @@ def seen_table(sweep, world):
              "| model | N | seeds | trained codes | seen, not trained | level-1 | level-2 | "
              "each seed's level-2 | level-2 probe | level-2 ids never trained |",
              "|" + "---|" * 10]
-    reach = SEEN_REACH.get("shares", {})
     for model, counts in sweep.items():
         for count, finals in counts.items():
             trained = world.narrowed(count).SEEN
@@ -605,14 +609,10 @@ def seen_table(sweep, world):
     return lines + ["", "![level-2 and level-1 composed against N](diversity.png)"]
 
 
-SEEN_REACH = {}         # the folder's reach.json, read by write()
-
-
-def plot_seen_sweep(path, sweep):
+def plot_seen_sweep(path, sweep, reach):
     """Level-2 (solid) and level-1 (dashed) composed against N, one panel per model, a thin line
     per seed and the mean in bold; and a panel of the reach (level-2's ids never trained)."""
     plt = runs.pyplot()
-    reach = SEEN_REACH.get("shares", {})
     fig, axes = plt.subplots(1, len(sweep) + 1, figsize=(4.2 * (len(sweep) + 1), 3.6),
                              squeeze=False)
     for ax, (model, counts) in zip(axes[0], sweep.items()):
