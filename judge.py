@@ -312,7 +312,8 @@ def evaluate(images, factors, world=data):
     Returns the three readings per composition, acc (composition), fidelity and probe_acc;
     the split means of acc as seen / level1 / level2; malformed, the fraction that is not
     one legible object; and retrieval_1nn / retrieval_5nn, the fraction whose nearest real
-    image(s), among real images of all eight compositions, have the asked composition.
+    image(s), among real images of all eight compositions, have the asked composition. A world
+    with a retrieval of its own (clips.py's CRA, the study's Table 12) adds it under "cra".
     """
     factors = np.asarray(factors, dtype=np.int64)
     judged = readings(images, factors, world)
@@ -327,6 +328,8 @@ def evaluate(images, factors, world=data):
     per_code["probe_acc"] = {c: probe.probe_accuracy(judged["probe_factors"][codes == c])
                              for c in present}
     extra = {} if world is data else {"substitution": substitutions(judged, factors, codes, world)}
+    if hasattr(world, "cra"):
+        extra["cra"] = world.cra(as_float(images), factors)
     return {**per_code, **split_means(per_code["acc"], world),
             "malformed": float(1 - judged["legible"].mean()),
             "retrieval_1nn": float(same[:, 0].mean()),

@@ -250,13 +250,13 @@ def report(metrics, world=data):
     """The per-composition table (three readings; a world of many compositions: per group of its
     table) and the closing line of the contract."""
     if world is not data:
-        print(f"{'group':<8} {'codes':>5} {'composed':>8} {'fidelity':>8} {'probe':>6}")
+        wide = max(8, *map(len, world.GROUPS))                # clips.py's rows: "night-straight"
+        print(f"{'group':<{wide}} {'codes':>5} {'composed':>8} {'fidelity':>8} {'probe':>6}")
         for name, codes in world.GROUPS.items():
-            print(f"{name:<8} {len(codes):>5}" + "".join(
+            print(f"{name:<{wide}} {len(codes):>5}" + "".join(
                 f" {100 * np.mean([metrics[key][c] for c in codes]):7.1f}%"
                 for key in ("acc", "fidelity", "probe_acc")))
-        print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | "
-              f"level-2 {100 * metrics['level2']:.1f}")
+        print(splits_line(metrics, world))
         return
     print(f"{'code':>5}  {'composition':<20} {'split':<7} {'composed':>8} {'fidelity':>8} "
           f"{'probe':>6}")
@@ -270,8 +270,15 @@ def report(metrics, world=data):
               f"level-2 {100 * means['level2']:.1f}")
     print(f"not one legible object {100 * metrics['malformed']:.1f}% | retrieval 1-NN "
           f"{100 * metrics['retrieval_1nn']:.1f}%")
-    print(f"seen {100 * metrics['seen']:.1f} | level-1 {100 * metrics['level1']:.1f} | level-2 "
-          f"{100 * metrics['level2']:.1f}")
+    print(splits_line(metrics))
+
+
+def splits_line(metrics, world=data):
+    """The contract's closing line, 'seen x | level-1 y | level-2 z' (%), leaving out a split the
+    world has no composition of (clips.py has no level-2: its mean would be NaN)."""
+    names = (("seen", "seen"), ("level1", "level-1"), ("level2", "level-2"))
+    return " | ".join(f"{label} {100 * metrics[key]:.1f}" for key, label in names
+                      if world.SPLITS[key])
 
 
 # ------------------------------------------------------------------------------ precision
@@ -416,9 +423,7 @@ def draw_and_read(draw, model, tokenizer, config, step, loss):
     model.train()
     metrics = record(config["out"], step, loss, images, bits, title(config), elapsed(config),
                      world)
-    tqdm.write(f"step {step}: seen {100 * metrics['seen']:.1f} | level-1 "
-               f"{100 * metrics['level1']:.1f} | level-2 {100 * metrics['level2']:.1f} | "
-               f"loss {loss:.4f}")
+    tqdm.write(f"step {step}: {splits_line(metrics, world)} | loss {loss:.4f}")
     return metrics
 
 

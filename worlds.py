@@ -1,9 +1,10 @@
 """The worlds a generator can learn, by name (`--world`): data.py's Shapes2D, the default, and the
 worlds beside it, each one file with data.py's interface (its docstring lists the names)."""
+import clips
 import data
 import shapes3d
 
-WORLDS = {"shapes2d": data, "shapes3d": shapes3d}
+WORLDS = {"shapes2d": data, "shapes3d": shapes3d, "clips": clips}
 
 
 def world(name):

@@ -40,6 +40,7 @@ FL, SA, OK = "tests/test_flags.py", "tests/test_samplers.py", "tests/test_object
 RS, GR = "tests/test_resume.py", "tests/test_gradients.py"
 CO, RM = "tests/test_collect.py", "tests/test_resample.py"
 TW = "tests/test_worlds.py"
+CL = "tests/test_clips.py"
 M, GM, D, J, DA, P, IN, A = ("tests/test_maskgit.py", "tests/test_givt_mar.py", "tests/test_dit.py", "tests/test_jepa.py",
                             "tests/test_data.py", "tests/test_probe.py", "tests/test_inside.py", "tests/test_ar.py")
 MUTATIONS = [
@@ -306,6 +307,50 @@ MUTATIONS = [
      "common = min(sorted(counts), key=counts.get) if counts else",
      [f"{CO}::test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_"
       "substitution"], None),
+    # clips.py: the driving-clip world (Table 12's split in time), its readings and CRA
+    ("clips.py", 'SEEN = ("00", "01", "11", "12")', 'SEEN = ("00", "01", "02", "11")',
+     [f"{CL}::test_the_split_is_the_studys_table_12"], None),
+    ("clips.py", "vanish = (latents[:, 3, None] + latents[:, 2, None] * t).ravel()",
+     "vanish = (latents[:, 3, None] + latents[:, 2, None] * (t + 1)).ravel()",
+     [f"{CL}::test_frame_1_is_the_same_for_the_three_directions_and_only_motion_tells_them_apart"], None),
+    ("clips.py", "reshape(n, 2, 2, FRAME, FRAME, 3).transpose(0, 1, 3, 2, 4, 5)",
+     "reshape(n, 2, 2, FRAME, FRAME, 3).transpose(0, 2, 3, 1, 4, 5)",
+     [f"{CL}::test_the_frames_lie_as_a_2x2_mosaic_in_reading_order"], None),
+    ("clips.py", "low, high = LATERAL[bits[:, 1]].T", "low, high = LATERAL[bits[:, 0]].T",
+     [f"{CL}::test_every_real_clip_reads_back_as_its_class_by_class_bits_and_by_the_reading"], None),
+    ("clips.py", 'night = frames.mean(1) < LEGIBLE["day_above"]', 'night = frames.mean(1) > LEGIBLE["day_above"]',
+     [f"{CL}::test_every_real_clip_reads_back_as_its_class_by_class_bits_and_by_the_reading"], None),
+    ("clips.py", 'composed = ok & (read["bits"] == np.asarray(factors)).all(1)',
+     'composed = ok & (read["bits"] == np.asarray(factors)).any(1)',
+     [f"{CL}::test_a_clip_of_another_class_reads_as_that_class_not_the_asked_one"], None),
+    ("clips.py", '(read["night"] == read["night"][:, :1]).all(1)', '(read["night"] == read["night"]).all(1)',
+     [f"{CL}::test_each_wrong_kind_is_refused_though_every_frame_of_it_is_a_render"], None),
+    ("clips.py", '"min_bend_step": 0.4,', '"min_bend_step": 0.0,',
+     [f"{CL}::test_the_calibration_rates_hold"], None),
+    ("clips.py", '"forward": (0.06, 0.3),', '"forward": (-0.3, 0.3),',
+     [f"{CL}::test_the_calibration_rates_hold"], None),
+    ("clips.py", '"max_local": 2.0,', '"max_local": 20.0,',
+     [f"{CL}::test_the_calibration_rates_hold"], None),
+    ("clips.py", "(lateral > -0.6).long() + (lateral > 0.6).long()", "2 * (lateral > 0.6).long()",
+     [f"{CL}::test_class_bits_reads_the_direction_from_the_lateral_speed"], None),
+    ("clips.py", "        present[:, 2] = False\n", "        pass\n",
+     [f"{CL}::test_the_condition_is_exact_or_the_class_and_hides_what_a_mode_hides"], None),
+    ("clips.py", "dropped = torch.rand(len(values), 2, generator=rng, device=device)",
+     "dropped = torch.rand(len(values), 2, device=device)",
+     [f"{CL}::test_the_condition_is_exact_or_the_class_and_hides_what_a_mode_hides"], None),
+    ("clips.py", "torch.cat([pooled[:, :1], pooled.diff(dim=1)], 1)", "torch.cat([pooled[:, :1], pooled[:, 1:]], 1)",
+     [f"{CL}::test_cra_is_the_class_of_the_nearest_real_clip_and_hit1_the_share_on_the_asked_one"], None),
+    ("clips.py", "nearest = torch.cdist(features(images), reference).argmin(1)",
+     "nearest = torch.cdist(features(images), reference).argmax(1)",
+     [f"{CL}::test_cra_is_the_class_of_the_nearest_real_clip_and_hit1_the_share_on_the_asked_one"], None),
+    ("clips.py", '"hit1": {code: row[code] for code, row in rows.items()}',
+     '"hit1": {code: max(row.values()) for code, row in rows.items()}',
+     [f"{CL}::test_cra_is_the_class_of_the_nearest_real_clip_and_hit1_the_share_on_the_asked_one"], None),
+    ("judge.py", '    if hasattr(world, "cra"):\n        extra["cra"] = world.cra(as_float(images), factors)\n',
+     "    pass\n",
+     [f"{CL}::test_the_judge_reads_clips_with_the_worlds_readings_and_the_probe"], None),
+    ("runs.py", "if world.SPLITS[key])", "if True)",
+     [f"{CL}::test_the_closing_line_leaves_out_a_split_the_world_has_none_of"], None),
     # probe.py: the study's probe and its reading
     ("probe.py", "return float(np.prod(np.asarray(probe_factors, dtype=np.float64).mean(0)))",
      "return float(np.asarray(probe_factors).all(1).mean())",
