@@ -28,7 +28,7 @@ ROOT = os.path.dirname(COURSE)
 MODULES = ["data.py", "captions.py", "tokenizers.py", "probe.py", "judge.py", "calibration.py",
            "runs.py", "dit.py", "maskgit.py", "maskgit_factored.py", "givt.py", "mar.py",
            "jepa_maskgit.py", "ar.py", "objects.py", "objects_world.py", "inside.py", "worlds.py",
-           "shapes3d.py"]
+           "shapes3d.py", "clips.py"]
 # What a student copy holds (a path, or a folder ending in /): the scripts, the assignment's own
 # check file (handout) and what it runs; calibration.py for `python judge.py`,
 # tests/test_ladder.py for the pasted copies. Not: the answers (course/ANSWERS.md,
