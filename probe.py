@@ -119,11 +119,13 @@ def main(argv=None):
     images, bits, _ = world.make_dataset(world.COMPOSITIONS, world.HELD_OUT_PER_CODE, HELD_OUT_SEED)
     right = load_probe(world).predict(images) == bits                        # (N, F)
     codes = np.array([world.bits_to_code(b) for b in bits])
-    print(f"{'code':>5}" + "".join(f"{factor:>8}" for factor in world.FACTORS)
+    print(f"{'code':>5}" + "".join(f"{factor:>{max(8, len(factor) + 1)}}"
+                                   for factor in world.FACTORS)
           + f"{'probe_acc':>11}")
     for code in world.COMPOSITIONS:
         mine = right[codes == code]
-        print(f"{code:>5}" + "".join(f"{100 * share:7.1f}%" for share in mine.mean(0))
+        print(f"{code:>5}" + "".join(f"{100 * share:{max(8, len(factor) + 1) - 1}.1f}%"
+                                     for factor, share in zip(world.FACTORS, mine.mean(0)))
               + f"{100 * probe_accuracy(mine):10.1f}%")
 
 

@@ -506,14 +506,44 @@ def world_table(groups, command, world, reach):
                          f"| {commits(members)} |")
     grids = ", ".join(f"[{name}](runs/{name}/samples.png)" for members in groups.values()
                       for name, _, _ in members)
-    lines += ["", f"Grids (rows colour × shape, columns size, each cell framed by its split): "
+    rows, columns = " × ".join(world.FACTORS[:-1]), world.FACTORS[-1]
+    lines += ["", f"Grids (rows {rows}, columns {columns}, each cell framed by its split): "
               f"{grids}; beside them [real renders](real.png).", "",
               "![level-1 and level-2 over training](novel.png)"]
-    return "\n".join(lines + (seen_table(sweep, world, reach) if sweep else [])) + "\n"
+    extra = seen_table(sweep, world, reach) if sweep else []
+    if hasattr(world, "cra"):
+        extra = cra_table(groups, world)
+    return "\n".join(lines + extra) + "\n"
 
 
 # ------------------------------------------------------------------------- a world of clips
 CLIPS_SHOWN = 6                                      # clips of each novel class in the pictures
+# The study's Table 12 (Hit@1 of the novel clips; CoVLA clips, V-JEPA2 features), by model
+STUDY_HIT1 = {"dit": {"02": 0.47, "10": 0.43}, "maskgit": {"02": 0.18, "10": 0.14}}
+
+
+def cra_table(groups, world):
+    """The study's Table 12 for a clip world: per setting and novel class, Hit@1 (mean ± std over
+    seeds, then each seed), the six-way row (mean over seeds) and the study's Hit@1."""
+    classes = [world.describe(code) for code in world.COMPOSITIONS]
+    lines = ["", "## Where the novel clips land: CRA, the study's Table 12 (%)", "",
+             "Each novel clip takes the class of its nearest real clip in `clips.features` "
+             "(frame 1 and the three frame differences, pooled to 8×8); Hit@1 is the share on "
+             f"the asked class, chance 1/{len(classes)} = {100 / len(classes):.1f}%. The study's "
+             "Hit@1 is of a world model's CoVLA clips in V-JEPA2 features.", "",
+             "| setting | seeds | asked | Hit@1 | each seed | " + " | ".join(classes)
+             + " | the study's Hit@1 |", "|" + "---|" * (6 + len(classes))]
+    for name, members in groups.items():
+        finals = [history[-1]["cra"] for _, _, history in members if "cra" in history[-1]]
+        for code in (world.LEVEL1 + world.LEVEL2) * bool(finals):
+            hits = [f["hit1"][code] for f in finals]
+            row = [mean_std([f["row"][code][c] for f in finals]) for c in world.COMPOSITIONS]
+            study = STUDY_HIT1.get(members[0][1].get("model"), {}).get(code)
+            study = "" if study is None else f"{100 * study:.0f}"
+            lines.append(f"| `{name}` | {seeds_of(members)} | {world.describe(code)} | "
+                         f"{mean_std(hits)} | " + " / ".join(f"{100 * h:.1f}" for h in hits)
+                         + " | " + " | ".join(row) + f" | {study} |")
+    return lines
 
 
 def novel_clips(images, factors, world):

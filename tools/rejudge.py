@@ -64,10 +64,9 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+", help="run folders, or runs kept under results/")
     for folder in parser.parse_args(argv).folders:
-        last = rejudge(folder)[-1]
-        print(f"{folder}: step {last['step']}: seen {100 * last['seen']:.1f} | level-1 "
-              f"{100 * last['level1']:.1f} "
-              f"| level-2 {100 * last['level2']:.1f}")
+        last, path = rejudge(folder)[-1], os.path.join(folder, "config.json")
+        world = worlds.world(json.load(open(path)) if os.path.exists(path) else {})
+        print(f"{folder}: step {last['step']}: {runs.splits_line(last, world)}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                  **{f"{name}-seen{n}": (f"{name}.py", ["--world", "shapes3d", "--lr-schedule",
                                                        "cosine", "--seen-count", str(n)])
                     for name in ("maskgit", "dit") for n in SEEN_COUNTS[:-1]}},   # diversity
+    "clips": {name: (f"{name}.py", ["--world", "clips", "--lr-schedule", "cosine"])
+              for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # the same recipe
     "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
                                     ("all", "local"))},
