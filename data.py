@@ -21,7 +21,7 @@ exact position), so a row of `latents` is the full information about its image:
 
 A world is a module with the names this file defines for Shapes2D, so that every generator, the
 probe and the judge serve any world unchanged (`--world NAME`, runs.WORLDS; shapes3d.py is the
-study's many-valued world):
+study's many-valued world, clips.py its driving clips as a 2x2 mosaic of four frames):
 
     NAME, IMAGE_SIZE, FACTORS        its name, the image side (32), the factors in code order
     VALUES                           the values of each factor, by name; a code holds one value
@@ -43,6 +43,8 @@ study's many-valued world):
                                      holds Shapes2D's
     narrowed(N)                      (optional) the world learning from N of its seen codes only,
                                      --seen-count N (shapes3d.py's diversity sweep)
+    frames_of, cra                   (optional, a clip world) the frames of each image; the
+                                     study's retrieval reading (CRA), recorded by judge.evaluate
 """
 import hashlib
 import os

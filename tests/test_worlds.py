@@ -272,3 +272,34 @@ def test_the_reach_of_a_narrower_seen_set_misses_more_of_level_2s_codebook_ids(m
     assert set(shares) == {12, 190} and set(shares[12]) == {"level1", "level2"}
     assert shares[12]["level2"][1] > shares[190]["level2"][1] >= 0
     assert shares[12]["level1"][1] > shares[190]["level1"][1]
+
+
+@pytest.mark.parametrize("name", ["shapes3d", "clips"])
+def test_a_worlds_grid_puts_each_code_in_its_cell_framed_by_its_split_and_names_its_splits(
+        name, monkeypatch):
+    """runs.save_grid_png: the cell of a code (rows every factor but the last, columns the last)
+    holds its image in a frame of its split's colour; the legend names only splits the world has."""
+    world = worlds.world(name)
+    shown = {}
+
+    class Recorder:
+        def __getattr__(self, attribute):
+            return lambda *args, **kwargs: shown.setdefault(attribute, args)
+    monkeypatch.setattr(runs, "pyplot", lambda: type("plt", (), {
+        "figure": staticmethod(lambda **kwargs: Recorder()),
+        "close": staticmethod(lambda fig: None)}))
+    monkeypatch.setattr(Recorder, "add_axes", lambda self, box: self, raising=False)
+    bits = np.array([world.code_to_bits(c) for c in world.COMPOSITIONS])
+    images = (np.arange(len(bits), dtype=np.uint8)[:, None, None, None]
+              * np.ones((1, 32, 32, 3), np.uint8))
+    runs.save_grid_png("unused.png", images, bits, "a run", world)
+    mosaic, columns, cell = shown["imshow"][0], len(world.VALUES[-1]), world.IMAGE_SIZE + 4
+    code = world.LEVEL1[-1]
+    index = world.COMPOSITIONS.index(code)
+    row, column = divmod(index, columns)                  # COMPOSITIONS run in code order
+    assert (mosaic[row * cell + 2:row * cell + 34, column * cell + 2:column * cell + 34]
+            == index).all()
+    assert tuple(mosaic[row * cell, column * cell]) == (255, 105, 180)       # level-1: hot pink
+    legend = shown["suptitle"][0]
+    assert ("super group" in legend) == (name == "shapes3d")
+    assert ("level-2" in legend) == bool(world.LEVEL2)
