@@ -288,6 +288,8 @@ MUTATIONS = [
      [f"{TW}::test_a_worlds_grid_puts_each_code_in_its_cell_framed_by_its_split_and_names_its_splits"], None),
     ("runs.py", "mosaic[top + 2:top + 2 + side, left + 2:left + 2 + side] = images[codes.index(code)]",
      "mosaic[top + 2:top + 2 + side, left + 2:left + 2 + side] = images[0]", [f"{TW}::test_a_worlds_grid_puts_each_code_in_its_cell_framed_by_its_split_and_names_its_splits"], None),
+    ("tools/collect.py", 'f"[{name}](runs/{name}/clips.gif)" for name in shown)', 'f"[{name}]" for name in shown)',
+     ["tests/test_form.py::test_every_table_rebuilds_byte_for_byte_from_the_kept_runs"], None),
     ("tools/collect.py", "for code in (world.LEVEL1 + world.LEVEL2) * bool(finals):",
      "for code in world.COMPOSITIONS * bool(finals):", [f"{CO}::test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_the_studys"], None),
     ("tools/collect.py", 'hits = [f["hit1"][code] for f in finals]', 'hits = [max(f["hit1"].values()) for f in finals]',

@@ -508,8 +508,13 @@ def world_table(groups, command, world, reach):
                       for name, _, _ in members)
     rows, columns = " × ".join(world.FACTORS[:-1]), world.FACTORS[-1]
     lines += ["", f"Grids (rows {rows}, columns {columns}, each cell framed by its split): "
-              f"{grids}; beside them [real renders](real.png).", "",
-              "![level-1 and level-2 over training](novel.png)"]
+              f"{grids}; beside them [real renders](real.png).", ""]
+    if hasattr(world, "frames_of"):                      # save_clips: each setting's first seed
+        shown = [members[0][0] for members in groups.values()]
+        lines += ["The novel clips, playing: " + ", ".join(
+            f"[{name}](runs/{name}/clips.gif)" for name in shown) + "; still, frame by frame: "
+            + ", ".join(f"[{name}](runs/{name}/strip.png)" for name in shown) + ".", ""]
+    lines += [f"![{'level-1 and level-2' if world.LEVEL2 else 'level-1'} over training](novel.png)"]
     extra = seen_table(sweep, world, reach) if sweep else []
     if hasattr(world, "cra"):
         extra = cra_table(groups, world)
