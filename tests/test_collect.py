@@ -489,7 +489,9 @@ def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_t
         rows = {c: {d: float(c == d) for d in clips.COMPOSITIONS} for c in clips.COMPOSITIONS}
         rows["02"] = {d: 0.0 for d in clips.COMPOSITIONS}
         rows["02"].update({"02": day_right_hit, "00": 1 - day_right_hit})
-        return [{"cra": {"row": rows, "hit1": {c: r[c] for c, r in rows.items()}}}]
+        ones = {c: 1.0 for c in clips.COMPOSITIONS}
+        return [{"step": 8, "acc": ones, "probe_acc": ones,
+                 "cra": {"row": rows, "hit1": {c: r[c] for c, r in rows.items()}}}]
     dit, givt = {"model": "dit"}, {"model": "givt"}
     groups = {"dit.py --world clips": [("dit-seed0", {**dit, "seed": 0}, final(0.5)),
                                        ("dit-seed1", {**dit, "seed": 1}, final(0.25))],
@@ -506,3 +508,25 @@ def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_t
     assert rows[0][day_left] == "62.5 ± 12.5" and rows[0][day_left + 2] == "37.5 ± 12.5"
     assert rows[0][-1] == "47 |" and rows[1][-1] == "43 |" and rows[2][-1] == " |"
     assert "chance 1/6 = 16.7%" in "\n".join(lines)
+    table = collect.world_table(groups, "python tools/collect.py results/clips", clips, {})
+    assert ("playing: [dit-seed0](runs/dit-seed0/clips.gif), [givt-seed0](runs/givt-seed0/clips"
+            ".gif); still, frame by frame: [dit-seed0](runs/dit-seed0/strip.png)") in table
+    assert "\n".join(lines) in table                      # the CRA table follows the group table
+
+
+def test_collect_the_folders_strip_shows_each_settings_first_clip_of_each_novel_class(
+        monkeypatch):
+    """save_models_strip: one row per (run, novel class), in that order, the first clip asked for
+    the class, labelled by run and class."""
+    import clips
+    drawn = {}
+    monkeypatch.setattr(collect, "draw_strip", lambda path, shown, labels, title: drawn.update(
+        clips=shown, labels=labels))
+    factors = np.array([clips.code_to_bits(c) for c in ("00", "02", "10", "02", "10")])
+    images = np.arange(5, dtype=np.uint8)[:, None, None, None] * np.ones((1, 32, 32, 3), np.uint8)
+    collect.save_models_strip("unused.png", [("maskgit", images, factors),
+                                             ("dit", images[::-1], factors[::-1])], clips)
+    assert drawn["labels"] == ["maskgit: day-right", "maskgit: night-left", "dit: day-right",
+                               "dit: night-left"]
+    assert [int(c[0, 0, 0, 0]) for c in drawn["clips"]] == [1, 2, 3, 4]      # each run its own
+    assert all(c.shape == (4, 16, 16, 3) for c in drawn["clips"])

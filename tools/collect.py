@@ -455,11 +455,14 @@ def write(folder, clock=None, command=None):
         runs.save_grid_png(os.path.join(folder, "real.png"), images, bits,
                            f"{world.NAME}: real renders, one of each composition", world)
         if hasattr(world, "frames_of"):                   # a clip world: watch the novel clips
+            shown = []
             for members in groups.values():
                 name = members[0][0]                                       # its first seed
                 saved = np.load(os.path.join(folder, "runs", name, "samples.npz"))
                 save_clips(os.path.join(folder, "runs", name), saved["images"], saved["factors"],
                            world, f"{name}: {setting(members[0][1])}")
+                shown.append((name, saved["images"], saved["factors"]))
+            save_models_strip(os.path.join(folder, "strip.png"), shown, world)
         if seen_sweep(groups, world):
             plot_seen_sweep(os.path.join(folder, "diversity.png"), seen_sweep(groups, world),
                             reach_of(folder))
@@ -581,17 +584,35 @@ def save_clips(folder, images, factors, world, title):
     FuncAnimation(fig, show, frames=shown[0][1].shape[1]).save(
         os.path.join(folder, "clips.gif"), writer=PillowWriter(fps=2), dpi=80)
     plt.close(fig)
-    rows = [np.concatenate(list(clip), 1) for _, frames in shown for clip in frames]
+    draw_strip(os.path.join(folder, "strip.png"), [clip for _, frames in shown for clip in frames],
+               [label for label, frames in shown for _ in frames], title)
+
+
+def draw_strip(path, clips, labels, title):
+    """Clips still, one row a clip (T, H, W, 3), its frames left to right, each row labelled."""
+    plt = runs.pyplot()
+    rows = [np.concatenate(list(clip), 1) for clip in clips]
     fig, ax = plt.subplots(figsize=(4, 0.9 * len(rows)))
     ax.imshow(np.concatenate(rows, 0), interpolation="nearest")
     ax.set_yticks([(i + 0.5) * rows[0].shape[0] for i in range(len(rows))])
-    ax.set_yticklabels([label for label, frames in shown for _ in frames], fontsize=6)
+    ax.set_yticklabels(labels, fontsize=6)
     side, count = rows[0].shape[0], rows[0].shape[1] // rows[0].shape[0]      # frames a clip
     ax.set_xticks([(t + 0.5) * side for t in range(count)])
     ax.set_xticklabels([f"frame {t + 1}" for t in range(count)], fontsize=6)
     ax.set_title(title, fontsize=7)
-    fig.savefig(os.path.join(folder, "strip.png"), dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def save_models_strip(path, runs_shown, world):
+    """strip.png of a results folder: one row per (setting, novel class), that setting's first
+    seed's first clip asked for the class: the models side by side, for the front page."""
+    clips, labels = [], []
+    for name, images, factors in runs_shown:
+        for label, frames in novel_clips(images, factors, world):
+            clips.append(frames[0])
+            labels.append(f"{name}: {label}")
+    draw_strip(path, clips, labels, f"{world.NAME}: the first clip asked for each novel class")
 
 
 # ------------------------------------------------------------ how much diversity (--seen-count)
