@@ -292,6 +292,8 @@ MUTATIONS = [
      [f"{CO}::test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_the_studys"], None),
     ("tools/collect.py", "            clips.append(frames[0])", "            clips.append(frames[-1])", [f"{CO}::test_collect_the_folders_strip_shows_each_settings_first_clip_of_each_novel_class"], None),
     ("tools/collect.py", 'labels.append(f"{name}: {label}")', 'labels.append(label)', [f"{CO}::test_collect_the_folders_strip_shows_each_settings_first_clip_of_each_novel_class"], None),
+    ("tools/collect.py", 'fig.savefig(path, dpi=110, bbox_inches="tight")', 'fig.savefig(path + ".tmp", dpi=110)',
+     [f"{CO}::test_collect_shows_the_first_clips_of_each_novel_class_frame_by_frame"], None),
     ("tools/collect.py", "for code in (world.LEVEL1 + world.LEVEL2) * bool(finals):",
      "for code in world.COMPOSITIONS * bool(finals):", [f"{CO}::test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_the_studys"], None),
     ("tools/collect.py", 'hits = [f["hit1"][code] for f in finals]', 'hits = [max(f["hit1"].values()) for f in finals]',
