@@ -119,13 +119,13 @@ def main(argv=None):
     images, bits, _ = world.make_dataset(world.COMPOSITIONS, world.HELD_OUT_PER_CODE, HELD_OUT_SEED)
     right = load_probe(world).predict(images) == bits                        # (N, F)
     codes = np.array([world.bits_to_code(b) for b in bits])
-    print(f"{'code':>5}" + "".join(f"{factor:>{max(8, len(factor) + 1)}}"
-                                   for factor in world.FACTORS)
+    widths = [max(8, len(factor) + 1) for factor in world.FACTORS]      # "direction" is 9 long
+    print(f"{'code':>5}" + "".join(f"{f:>{w}}" for f, w in zip(world.FACTORS, widths))
           + f"{'probe_acc':>11}")
     for code in world.COMPOSITIONS:
         mine = right[codes == code]
-        print(f"{code:>5}" + "".join(f"{100 * share:{max(8, len(factor) + 1) - 1}.1f}%"
-                                     for factor, share in zip(world.FACTORS, mine.mean(0)))
+        print(f"{code:>5}" + "".join(f"{100 * share:{w - 1}.1f}%"
+                                     for share, w in zip(mine.mean(0), widths))
               + f"{100 * probe_accuracy(mine):10.1f}%")
 
 

@@ -602,9 +602,9 @@ def save_grid_png(path, images, bits, title="", world=data):
     labels = [" ".join(v) for v in itertools.product(*world.VALUES[:-1])]
     ax.set_yticks([(r + 0.5) * cell for r in range(rows)], labels, fontsize=6)
     ax.tick_params(length=0)
-    legend = ["seen blue" + " (light: one value of super group 1)" * ("group1" in
-                                                                  getattr(world, "GROUPS", {})),
-              "level-1 pink", "level-2 red" * bool(world.LEVEL2)]
-    fig.suptitle(f"{title}\nframe: " + ", ".join(filter(None, legend)), fontsize=6)
+    group1 = "group1" in getattr(world, "GROUPS", {})              # a world with super groups
+    legend = (["seen blue" + " (light: one value of super group 1)" * group1, "level-1 pink"]
+              + ["level-2 red"] * bool(world.LEVEL2))
+    fig.suptitle(f"{title}\nframe: " + ", ".join(legend), fontsize=6)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -518,9 +518,8 @@ def world_table(groups, command, world, reach):
             f"[{name}](runs/{name}/clips.gif)" for name in shown) + "; still, frame by frame: "
             + ", ".join(f"[{name}](runs/{name}/strip.png)" for name in shown) + ".", ""]
     lines += [f"![{'level-1 and level-2' if world.LEVEL2 else 'level-1'} over training](novel.png)"]
-    extra = seen_table(sweep, world, reach) if sweep else []
-    if hasattr(world, "cra"):
-        extra = cra_table(groups, world)
+    extra = (cra_table(groups, world) if hasattr(world, "cra")
+             else seen_table(sweep, world, reach) if sweep else [])
     return "\n".join(lines + extra) + "\n"
 
 

@@ -22,6 +22,12 @@ import worlds  # noqa: E402
 KEPT = ("loss", "seconds")                 # what a judge does not compute
 
 
+def world_of(out):
+    """The world a run learnt, from its config.json (data.py's Shapes2D unless --world set)."""
+    path = os.path.join(out, "config.json")
+    return worlds.world(json.load(open(path)) if os.path.exists(path) else {})
+
+
 def rejudge(out):
     """Recompute the readings of a run's evaluations from its kept samples; returns the history."""
     old = runs.read_metrics(out)
@@ -35,9 +41,7 @@ def rejudge(out):
                          "to rejudge it")
     if missing:                                      # a kept run: its last evaluation only
         per_step = {steps[-1]: os.path.join(out, "samples.npz")}
-    path = os.path.join(out, "config.json")
-    config = json.load(open(path)) if os.path.exists(path) else {}
-    world = worlds.world(config)                                 # data.py's Shapes2D unless set
+    world = world_of(out)
     history = []
     for m in old:
         if m["step"] in per_step:
@@ -64,9 +68,8 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+", help="run folders, or runs kept under results/")
     for folder in parser.parse_args(argv).folders:
-        last, path = rejudge(folder)[-1], os.path.join(folder, "config.json")
-        world = worlds.world(json.load(open(path)) if os.path.exists(path) else {})
-        print(f"{folder}: step {last['step']}: {runs.splits_line(last, world)}")
+        last = rejudge(folder)[-1]
+        print(f"{folder}: step {last['step']}: {runs.splits_line(last, world_of(folder))}")
 
 
 if __name__ == "__main__":
