@@ -138,8 +138,6 @@ def narrowed(count):
         world.TOKENIZERS = {name: dict(settings, per_code=round(settings["per_code"] * len(SEEN)
                                                                 / count))
                             for name, settings in TOKENIZERS.items()}      # 3,800 images still
-        if count < len(SEEN):                   # the caches of what is fitted on SEEN: its own
-            world.DEFINITION = DEFINITION + (("seen", count),)
 
         def training_set(n_per_code=100, seed=0):
             return make_dataset(world.SEEN, n_per_code, seed)

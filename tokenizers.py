@@ -167,13 +167,14 @@ class ContinuousTokenizer:
 
 def load_tokenizer(name, world=data, **settings):
     """'codebook' or 'pca' of the world (its TOKENIZERS settings, then these), built once and cached
-    under .cache/ (deterministic)."""
+    under .cache/ (deterministic), keyed by the seen codes it is fitted on as well."""
     kinds = {"codebook": Codebook, "pca": PCATokenizer}
     if name not in kinds:
         raise ValueError(f"unknown tokenizer {name!r}; choose from {', '.join(kinds)}")
     settings = {**world.TOKENIZERS.get(name, {}), **settings}
     defaults = kinds[name].__init__.__defaults__[:-1]                  # all but the world
-    path = data.cache_path(f"tokenizer-{name}", sorted(settings.items()) + [defaults], world)
+    path = data.cache_path(f"tokenizer-{name}", sorted(settings.items()) + [defaults, world.SEEN],
+                           world)
     if os.path.exists(path):
         tokenizer = kinds[name].__new__(kinds[name])
         tokenizer.__dict__.update(torch.load(path, weights_only=True))

@@ -226,13 +226,30 @@ def test_a_narrowed_world_keeps_the_test_set_and_the_images_and_learns_its_codes
     assert narrow.SPLITS == W.SPLITS and np.array_equal(narrow.requests(8), W.requests(8))
     assert abs(narrow.RUN_DEFAULTS["train_per_comp"] * 24 - 100 * 190) <= 12
     assert abs(narrow.TOKENIZERS["codebook"]["per_code"] * 24 - 20 * 190) <= 12
-    assert narrow.DEFINITION != W.DEFINITION and W.narrowed(190).DEFINITION == W.DEFINITION
     assert W.narrowed(190).SEEN == W.SEEN and W.narrowed(190).RUN_DEFAULTS == W.RUN_DEFAULTS
     assert W.SEEN == tuple(c for c in W.COMPOSITIONS if W.group1_count(c) <= 1)   # untouched
     training = data.TrainingData(kind, 3, "continuous", 0.1, lambda x: x, world=narrow)
     images, _, _ = training.batch(200, torch.Generator().manual_seed(0))
     read = {W.bits_to_code(b) for b in W.read_solids(np.asarray(images))["bits"]}
     assert read == set(narrow.SEEN)
+
+
+def test_a_narrowed_world_refits_its_codebook_and_shares_the_readers_fitted_on_every_code(
+        monkeypatch):
+    class Reached(Exception):
+        pass
+
+    def where(kind, settings, world):                    # the tokenizer's file, then stop
+        raise Reached(real(kind, settings, world))
+    real, narrow = data.cache_path, W.narrowed(24)
+    monkeypatch.setattr(data, "cache_path", where)
+    codebooks = set()
+    for world in (narrow, W, W.narrowed(190)):
+        with pytest.raises(Reached) as reached:
+            tokenizers.load_tokenizer("codebook", world, per_code=20)       # the same settings
+        codebooks.add(str(reached.value))
+    assert len(codebooks) == 2                                   # 24 codes; 190 codes twice
+    assert real("probe-study", (), narrow) == real("probe-study", (), W)
 
 
 def test_common_seen_count_is_recorded_sizes_the_training_set_and_is_refused_where_it_cannot_be(
