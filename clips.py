@@ -290,20 +290,27 @@ def read_clips(images):
             "bad": (misfit > BAD_PIXEL).reshape(n, -1).sum(1)}
 
 
-def legible(read, rule=LEGIBLE):
-    """Four frames the renderer draws, of one time of day, one bend throughout, coming nearer."""
+def checks(read, rule=LEGIBLE):
+    """Each test legible() asks of a clip, by name: (N,) True where the clip passes it."""
     turns = np.diff(read["vanish"], axis=1)                                        # (N, 3)
     forward = np.diff(read["depth"], axis=1)
     way = read["bits"][:, 1, None] - 1                          # -1 left, 0 straight, 1 right
-    one_way = np.where(way == 0, np.abs(turns) <= rule["max_straight_step"],
-                       turns * way >= rule["min_bend_step"]).all(1)
     gain = read["gain"]
-    return ((read["night"] == read["night"][:, :1]).all(1)
-            & (gain >= rule["gain"][0]).all(1) & (gain <= rule["gain"][1]).all(1)
-            & (np.ptp(gain, 1) <= rule["max_gain_spread"])
-            & (read["local"] <= rule["max_local"]).all(1) & one_way
-            & (forward >= rule["forward"][0]).all(1) & (forward <= rule["forward"][1]).all(1)
-            & (np.ptp(forward, 1) <= rule["max_forward_spread"]))
+    return {
+        "one time": (read["night"] == read["night"][:, :1]).all(1),
+        "lit as drawn": ((gain >= rule["gain"][0]).all(1) & (gain <= rule["gain"][1]).all(1)
+                         & (np.ptp(gain, 1) <= rule["max_gain_spread"])),
+        "no patch": (read["local"] <= rule["max_local"]).all(1),          # no local misfit
+        "one bend": np.where(way == 0, np.abs(turns) <= rule["max_straight_step"],
+                             turns * way >= rule["min_bend_step"]).all(1),
+        "nearing": ((forward >= rule["forward"][0]).all(1) & (forward <= rule["forward"][1]).all(1)
+                    & (np.ptp(forward, 1) <= rule["max_forward_spread"])),
+    }
+
+
+def legible(read, rule=LEGIBLE):
+    """Four frames the renderer draws, of one time of day, one bend throughout, coming nearer."""
+    return np.logical_and.reduce(list(checks(read, rule).values()))
 
 
 def readings(images, factors):
@@ -422,7 +429,20 @@ def main(argv=None):
                                      "share not legible of kinds a person refuses; and CRA's "
                                      "Hit@1 on real clips.")
     parser.add_argument("--n", type=int, default=200, help="clips of each kind")
+    parser.add_argument("--samples", help="instead, a run's samples.npz: of each asked class, the "
+                        "share composed and the share each check of legible() refuses")
     args = parser.parse_args(argv)
+    if args.samples:
+        kept = np.load(args.samples)
+        images, asked = np.asarray(kept["images"], np.float32) / 255, kept["factors"]
+        passed, composed = checks(read_clips(images)), readings(images, asked)["composed"]
+        codes = np.array([bits_to_code(bits) for bits in asked])
+        for code in COMPOSITIONS:
+            mine = codes == code
+            print(f"  {describe(code):<15} composed {100 * composed[mine].mean():5.1f}%; refused: "
+                  + ", ".join(f"{name} {100 * (~ok[mine]).mean():.1f}%"
+                              for name, ok in passed.items()))
+        return
     accepted, rejected, asked = calibration_images(args.n)
     for name, images in accepted.items():
         composed = readings(images.astype(np.float32), asked)["composed"].mean()

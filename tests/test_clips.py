@@ -76,11 +76,38 @@ def test_each_wrong_kind_is_refused_though_every_frame_of_it_is_a_render():
     """A bend that changes mid-clip, two times of day, a still or reversed clip: each frame alone
     is the renderer's, so only the reading across frames refuses them."""
     accepted, rejected, asked = W.calibration_images(20, seed=2)
-    for name in ("bends another way mid-clip", "frames of two times of day",
-                 "still (frame 1 four times)", "backwards (frames reversed)", "frames shuffled"):
+    meant = {"bends another way mid-clip": "one bend", "frames of two times of day": "one time",
+             "still (frame 1 four times)": "nearing", "backwards (frames reversed)": "nearing",
+             "frames shuffled": "nearing"}
+    for name, check in meant.items():
         read = W.read_clips(rejected[name])
-        assert (read["local"] <= W.LEGIBLE["max_local"]).all(), name
+        passed = W.checks(read)
+        assert passed["no patch"].all() and not passed[check].any(), name      # the check named
         assert not W.legible(read).any(), name
+    for name, check in (("a 4x4 patch gone white", "no patch"), ("blank", "lit as drawn")):
+        assert not W.checks(W.read_clips(rejected[name]))[check].any(), name
+    for name, images in accepted.items():
+        assert all(ok.all() for ok in W.checks(W.read_clips(images)).values()), name
+
+
+def test_samples_flag_reports_each_asked_class_and_the_share_each_check_refuses(tmp_path, capsys):
+    """Real clips of every class, and day-right's second half with a white patch: day-right reads
+    composed 50.0% and refused by "no patch" 50.0%, every other class 100.0% and 0.0%."""
+    rng = np.random.default_rng(3)
+    asked = np.repeat([W.code_to_bits(c) for c in W.COMPOSITIONS], 4, 0)             # (24, 2)
+    images = W.render(W.sample_latents(asked, rng))
+    patched = W.frames_of(images[10:12]).copy()
+    patched[:, 1, 4:8, 4:8] = 0.9                                      # a 4x4 patch gone white
+    images[10:12] = W.mosaic(patched)
+    np.savez(tmp_path / "samples.npz", images=(images * 255).round().astype(np.uint8),
+             factors=asked)
+    W.main(["--samples", str(tmp_path / "samples.npz")])
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert [line.split()[0] for line in lines] == [W.describe(c) for c in W.COMPOSITIONS]
+    for code, line in zip(W.COMPOSITIONS, lines):
+        broken = code == "02"
+        assert f"composed {'50.0' if broken else '100.0'}%" in line, line
+        assert f"no patch {'50.0' if broken else '0.0'}%" in line and "one bend 0.0%" in line, line
 
 
 def test_a_clip_of_another_class_reads_as_that_class_not_the_asked_one():
