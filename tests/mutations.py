@@ -274,6 +274,9 @@ MUTATIONS = [
      None),
     ("tokenizers.py", "for j in range(1, k if spread else 0):", "for j in range(1, 0):",
      [f"{TW}::test_the_codebook_of_a_world_fits_its_seen_images_and_keeps_its_hues"], None),
+    ("tools/collect.py", 'nargs="+", action="extend", default=[], metavar="RUN"',
+     'nargs="+", default=[], metavar="RUN"',
+     [f"{CO}::test_collect_add_keeps_every_run_named_however_the_flag_is_repeated"], None),
     ("tools/collect.py", 'return worlds.world(next(iter(groups.values()))[0][1].get("world", data.NAME))',
      "return data",
      [f"{CO}::test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_"

@@ -99,6 +99,14 @@ def test_collect_add_keeps_each_runs_three_files_and_refuses_an_unfinished_one(t
         collect.add(str(tmp_path / "kept"), [str(tmp_path / "half")])
 
 
+def test_collect_add_keeps_every_run_named_however_the_flag_is_repeated(monkeypatch):
+    kept = []
+    monkeypatch.setattr(collect, "add", lambda folder, runs: kept.append(runs))
+    monkeypatch.setattr(collect, "write", lambda folder, clock: ({}, ""))
+    collect.main(["results/x", "--add", "a", "b", "--add", "c"])
+    assert kept == [["a", "b", "c"]]
+
+
 def test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order(ladder):
     folder, groups, _ = ladder
     assert {name: [member[0] for member in members] for name, members in groups.items()} == {

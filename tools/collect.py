@@ -770,8 +770,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="the results folder, results/<question>")
-    parser.add_argument("--add", nargs="+", default=[], metavar="RUN",
-                        help="run folders to keep in it first")
+    parser.add_argument("--add", nargs="+", action="extend", default=[], metavar="RUN",
+                        help="run folders to keep in it first (--add A B, or --add A --add B)")
     parser.add_argument("--clock",
                         help="a kept run that had the machine to itself: its model's wall times")
     parser.add_argument("--summary", action="store_true", help="also print the front page's rows")
