@@ -1008,6 +1008,9 @@ MUTATIONS = [
      [f"{DV}::test_dit_trains_in_fp16_with_a_grad_scaler_that_skips_an_overflowing_step"], None),
     # the tools: the suite's runs (tools/reproduce.py), the GPU check (tools/gpu_check.py), the
     # hosted notebook
+    ("tools/reproduce.py", "env=environment, preexec_fn=hears_ctrl_c)", "env=environment)",
+     ["tests/test_reproduce.py::test_a_deadline_stops_a_run_even_when_the_suite_was_started_with_"
+      "ctrl_c_ignored"], None),
     ("tools/reproduce.py", "return visible[slot % len(visible)] if visible else str(slot % gpus)",
      "return str(slot % gpus)", [f"{RE}::test_a_run_sees_the_gpu_its_scheduler_gave_not_gpu_0"], None),
     ("tools/reproduce.py", "process.send_signal(signal.SIGINT)", "process.kill()",

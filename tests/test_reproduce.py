@@ -142,6 +142,20 @@ def test_a_deadline_stops_a_run_as_ctrl_c_does_and_it_is_not_a_failure(tmp_path)
     assert not (tmp_path / "never").exists()                    # after the deadline: not started
 
 
+def test_a_deadline_stops_a_run_even_when_the_suite_was_started_with_ctrl_c_ignored(tmp_path):
+    """As under `nohup ... &`: the suite ignores SIGINT, and its runs must not inherit that."""
+    import reproduce
+    waits = "import time\ntry:\n    time.sleep(20)\nexcept KeyboardInterrupt:\n    print('stopped')"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, seconds = reproduce.execute(job_printing(tmp_path / "one", waits), 0, 1, 0,
+                                          deadline=time.time() + 1)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code is None and seconds < 15
+    assert (tmp_path / "one" / "log.txt").read_text() == "stopped\n"
+
+
 def test_bad_suite_flags(tmp_path, capsys):
     for flags, message in ((["--budget", "huge"], "invalid choice: 'huge'"),
                            (["--workers", "0"], "--workers must be a positive integer, got 0")):

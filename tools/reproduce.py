@@ -126,7 +126,7 @@ def execute(job, slot, workers, gpus, deadline=None):
     start = time.time()
     with open(os.path.join(folder, "log.txt"), "a") as log:
         process = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                   env=environment)
+                                   env=environment, preexec_fn=hears_ctrl_c)
         try:
             code = process.wait(None if deadline is None else max(0.0, deadline - time.time()))
         except subprocess.TimeoutExpired:
@@ -137,6 +137,13 @@ def execute(job, slot, workers, gpus, deadline=None):
     with open(os.path.join(folder, "wall_seconds.txt"), "a") as f:
         f.write(f"{seconds:.1f}\n")
     return code, seconds
+
+
+def hears_ctrl_c():
+    """In a run's process, before its script starts: Ctrl-C's default action. A suite started in
+    the background (`nohup ... &`) has Ctrl-C ignored, its runs would inherit that, and the
+    deadline's Ctrl-C would not stop them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def gpu_of(slot, gpus, environment):
