@@ -1008,7 +1008,7 @@ MUTATIONS = [
      [f"{DV}::test_dit_trains_in_fp16_with_a_grad_scaler_that_skips_an_overflowing_step"], None),
     # the tools: the suite's runs (tools/reproduce.py), the GPU check (tools/gpu_check.py), the
     # hosted notebook
-    ("tools/reproduce.py", "env=environment, preexec_fn=hears_ctrl_c)", "env=environment)",
+    ("tools/reproduce.py", 'preexec_fn=hears_ctrl_c if os.name == "posix" else None)', "preexec_fn=None)",
      ["tests/test_reproduce.py::test_a_deadline_stops_a_run_even_when_the_suite_was_started_with_"
       "ctrl_c_ignored"], None),
     ("tools/reproduce.py", "return visible[slot % len(visible)] if visible else str(slot % gpus)",

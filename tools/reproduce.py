@@ -126,7 +126,8 @@ def execute(job, slot, workers, gpus, deadline=None):
     start = time.time()
     with open(os.path.join(folder, "log.txt"), "a") as log:
         process = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                   env=environment, preexec_fn=hears_ctrl_c)
+                                   env=environment,
+                                   preexec_fn=hears_ctrl_c if os.name == "posix" else None)
         try:
             code = process.wait(None if deadline is None else max(0.0, deadline - time.time()))
         except subprocess.TimeoutExpired:
