@@ -37,7 +37,7 @@ def tiny_run(tmp_path_factory):
 # other half in a second pytest started beside this one, once collection is done: most tests keep
 # one core busy, and the machine has two. Any narrower selection (a file, a test, -k) runs here
 # alone, as does a run with TESTS_ONE_PROCESS=1. The halves are balanced by each file's seconds
-# (measured alone on 2 cores; an unlisted file counts 3).
+# (measured in one process from a clean clone, a training beside it; an unlisted file counts 3).
 SECONDS = {"test_learning.py": 120, "test_generators.py": 105, "test_course.py": 75,
            "test_reproduce.py": 60, "test_gpu_check.py": 50, "test_calibration.py": 45,
            "test_worlds.py": 27, "test_notebook.py": 23, "test_judge.py": 14,
