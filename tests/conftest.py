@@ -47,12 +47,14 @@ _BESIDE = {}
 
 def halves(files):
     """The test files split in two lists of about equal seconds, the costliest placed first."""
-    split = ([], []), [0, 0]
-    for file in sorted(files, key=lambda f: -SECONDS.get(os.path.basename(f), 3)):
-        lighter = split[1].index(min(split[1]))
-        split[0][lighter].append(file)
-        split[1][lighter] += SECONDS.get(os.path.basename(file), 3)
-    return split[0]
+    def cost(file):
+        return SECONDS.get(os.path.basename(file), 3)
+    parts, weights = ([], []), [0, 0]
+    for file in sorted(files, key=cost, reverse=True):
+        lighter = weights.index(min(weights))
+        parts[lighter].append(file)
+        weights[lighter] += cost(file)
+    return parts
 
 
 def whole_suite(config):
