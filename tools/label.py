@@ -1,0 +1,274 @@
+"""Labels by eye for the worlds beside Shapes2D: a stratified set of kept samples, sheets to label
+them on, and the readings' agreement with the labels (results/readings/README.md has the rule).
+
+    python tools/label.py draw shapes3d          # pick the set, draw sheets under runs/label/
+    python tools/label.py enter shapes3d FILE    # attach a labeller's lines ("17 refuse size")
+    python tools/label.py build shapes3d         # the labelled set -> tests/gallery_shapes3d.npz
+    python tools/label.py agree shapes3d         # agreement with the held-out half, by reason
+
+`draw` takes, from every committed run of the world (results/<world>/runs/), and for every group
+of every run family (a model at one seen count, its seeds together), as many samples the reading
+composes as it refuses where both exist, shuffled so that a sheet shows neither the run nor the
+reading's verdict. Every other sample of a stratum is held out from fitting the rules.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+import runs  # noqa: E402
+import worlds  # noqa: E402
+
+PENDING = os.path.join(ROOT, "runs", "label")
+PER_STRATUM = {"shapes3d": 12, "clips": 10}       # samples per (run family, group)
+REASONS = {       # why a person refuses a sample; results/readings/README.md says what each means
+    "shapes3d": ("hue", "shape", "size", "patch", "hole", "second", "speckle", "faint"),
+    "clips": ("time", "light", "patch", "direction", "stall", "stripe", "noise", "frame"),
+}
+GALLERIES = {name: os.path.join(ROOT, "tests", f"gallery_{name}.npz") for name in REASONS}
+
+
+def family(run):
+    """'dit-seen34-seed2' -> 'dit-seen34': the run's model and seen set, seeds together."""
+    return re.sub(r"-seed\d+$", "", os.path.basename(os.path.normpath(run)))
+
+
+def pool(name):
+    """Every committed run's kept samples of world `name`: images, factors, sources (run name),
+    families, groups, and the reading's composed verdict as it stands."""
+    world = worlds.world(name)
+    parts = {k: [] for k in ("images", "factors", "sources", "families", "groups", "composed")}
+    for run in sorted(glob.glob(os.path.join(ROOT, "results", name, "runs", "*", "samples.npz"))):
+        folder = os.path.dirname(run)
+        saved = np.load(run)
+        images, factors = saved["images"], saved["factors"]
+        codes = [world.bits_to_code(f) for f in factors]
+        group_of = {c: g for g, members in world.GROUPS.items() for c in members}
+        parts["images"].append(images)
+        parts["factors"].append(factors)
+        parts["sources"] += [os.path.basename(folder)] * len(images)
+        parts["families"] += [family(folder)] * len(images)
+        parts["groups"] += [group_of[c] for c in codes]
+        parts["composed"].append(world.readings(images.astype(np.float32) / 255,
+                                                factors)["composed"])
+    return {k: np.concatenate(v) if k in ("images", "factors", "composed") else np.array(v)
+            for k, v in parts.items()}
+
+
+def pick(found, per_stratum, seed=0):
+    """Indices into the pool: per (family, group), half composed and half refused where both
+    exist (the rest from the other side), and a held-out flag for every other pick of each."""
+    rng = np.random.default_rng(seed)
+    chosen, held_out = [], []
+    for fam in sorted(set(found["families"])):
+        for group in sorted(set(found["groups"])):
+            stratum = (found["families"] == fam) & (found["groups"] == group)
+            sides = [rng.permutation(np.flatnonzero(stratum & (found["composed"] == c)))
+                     for c in (True, False)]
+            take = [min(len(s), per_stratum // 2) for s in sides]
+            for side in (0, 1):               # fill from the other side where one runs short
+                take[side] = min(len(sides[side]), per_stratum - take[1 - side])
+            picked = rng.permutation(np.concatenate([s[:t] for s, t in zip(sides, take)]))
+            chosen.extend(picked)
+            held_out.extend(np.arange(len(picked)) % 2 == 1)
+    order = rng.permutation(len(chosen))
+    return np.array(chosen, np.int64)[order], np.array(held_out)[order]
+
+
+# ------------------------------------------------------------------------------- the sheets
+def shapes3d_references(bits):
+    """Real renders (8, 32, 32, 3) beside a sample asked for bits: the asked code, its size one
+    class smaller and larger (for the largest, one step beyond the world), its neighbour hues,
+    its other two shapes, each at the class's middle values; and their titles."""
+    import shapes3d as s3
+    color, shape, size = (int(b) for b in bits)
+    rows, titles = [], []
+
+    def add(c, s, half_height, title):
+        rows.append([s3.HUE_STEP * (c % 10), s, half_height, 16.0, 16.0])
+        titles.append(title)
+    add(color, shape, s3.SIZES[size], "asked")
+    for k in (size - 1, size + 1):
+        if 0 <= k < len(s3.SIZES):
+            add(color, shape, s3.SIZES[k], f"size {k}")
+        else:
+            beyond = s3.SIZES[0] + (s3.SIZES[1] - s3.SIZES[0]) * k
+            add(color, shape, beyond, f"size {k} (none)")
+    for c in (color - 1, color + 1):
+        add(c, shape, s3.SIZES[size], s3.VALUES[0][c % 10])
+    for s in range(3):
+        if s != shape:
+            add(color, s, s3.SIZES[size], s3.VALUES[1][s])
+    return s3.render(np.array(rows, np.float32)), titles
+
+
+def draw_shapes3d_sheet(path, images, factors, numbers, scale=4):
+    import shapes3d as s3
+    plt = runs.pyplot()
+    fig, axes = plt.subplots(len(images), 8, figsize=(8 * 1.25, len(images) * 1.45))
+    axes = np.atleast_2d(axes)
+    for row, (image, bits, number) in enumerate(zip(images, factors, numbers)):
+        references, titles = shapes3d_references(bits)
+        tiles = [image] + list((references * 255).astype(np.uint8))
+        names = [f"#{number}: {s3.describe(s3.bits_to_code(bits))}"] + titles
+        for ax, tile, title in zip(axes[row], tiles, names):
+            ax.imshow(tile, interpolation="nearest")
+            ax.set_title(title, fontsize=7, fontweight="bold" if title.startswith("#") else None)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        for spine in axes[row, 0].spines.values():
+            spine.set_color("red")
+            spine.set_linewidth(2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=int(25 * scale))
+    plt.close(fig)
+
+
+def draw_clips_sheet(path, images, factors, numbers):
+    import clips as cl
+    plt = runs.pyplot()
+    real, bits, _ = cl.make_dataset(cl.COMPOSITIONS, 1, seed=7)
+    real_of = {cl.bits_to_code(b): clip for clip, b in zip(real, bits)}
+    fig, axes = plt.subplots(2 * len(images), 4, figsize=(4 * 1.7, 2 * len(images) * 1.75))
+    for k, (image, asked, number) in enumerate(zip(images, factors, numbers)):
+        code = cl.bits_to_code(asked)
+        for line, (clip, title) in enumerate(((image, f"#{number}: asked {cl.describe(code)}"),
+                                              ((real_of[code] * 255).astype(np.uint8),
+                                               f"a real {cl.describe(code)}"))):
+            frames = cl.frames_of(clip[None])[0]
+            for t, ax in enumerate(axes[2 * k + line]):
+                ax.imshow(frames[t], interpolation="nearest", extent=(0, 16, 16, 0))
+                ax.axvline(8, color="white", linewidth=0.4, alpha=0.6)   # the frame's middle
+                ax.set_xticks([])
+                ax.set_yticks([])
+                ax.set_title(f"frame {t + 1}", fontsize=7)
+                if t == 0:
+                    ax.set_ylabel(title, fontsize=7, fontweight="bold" if line == 0 else None)
+                if line == 0:
+                    for spine in ax.spines.values():
+                        spine.set_color("red")
+                        spine.set_linewidth(2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def draw(name, per_sheet=None):
+    found = pool(name)
+    chosen, held_out = pick(found, PER_STRATUM[name])
+    os.makedirs(PENDING, exist_ok=True)
+    pending = {"images": found["images"][chosen], "factors": found["factors"][chosen],
+               "sources": found["sources"][chosen], "held_out": held_out,
+               "labels": np.full(len(chosen), -1), "reasons": np.full(len(chosen), "", "<U40")}
+    np.savez_compressed(os.path.join(PENDING, f"{name}.npz"), **pending)
+    # the verdicts the set was stratified on stay out of the labeller's files
+    np.save(os.path.join(PENDING, f"{name}-verdicts-do-not-open.npy"), found["composed"][chosen])
+    sheets(name, per_sheet)
+    print(f"{len(chosen)} samples of {name} from {len(set(found['sources']))} runs; sheets "
+          f"{os.path.join(PENDING, name)}_*.png")
+
+
+def sheets(name, per_sheet=None):
+    """The sheets of the pending set, numbered as its samples: the asked composition beside real
+    renders, never the run or the reading's verdict."""
+    pending = np.load(os.path.join(PENDING, f"{name}.npz"))
+    chosen = pending["labels"]
+    per_sheet = per_sheet or {"shapes3d": 8, "clips": 5}[name]
+    sheet = draw_shapes3d_sheet if name == "shapes3d" else draw_clips_sheet
+    for first in range(0, len(chosen), per_sheet):
+        numbers = np.arange(first, min(first + per_sheet, len(chosen)))
+        sheet(os.path.join(PENDING, f"{name}_{first // per_sheet:03d}.png"),
+              pending["images"][numbers], pending["factors"][numbers], numbers)
+
+
+def read_lines(name, text):
+    """Lines '17 accept' or '17 refuse size,patch' -> {17: (1 or 0, 'size,patch')}."""
+    found = {}
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) < 2 or not parts[0].isdigit() or parts[1] not in ("accept", "refuse"):
+            raise SystemExit(f"error: cannot read the label line {line!r}: write 'N accept' or "
+                             f"'N refuse REASON[,REASON]'")
+        reasons = parts[2] if len(parts) > 2 else ""
+        unknown = [r for r in reasons.split(",") if r and r not in REASONS[name]]
+        if parts[1] == "refuse" and not reasons or unknown:
+            raise SystemExit(f"error: line {line!r}: a refusal names its reasons, each one of "
+                             f"{', '.join(REASONS[name])}")
+        found[int(parts[0])] = (int(parts[1] == "accept"), reasons)
+    return found
+
+
+def enter(name, path):
+    pending_path = os.path.join(PENDING, f"{name}.npz")
+    pending = dict(np.load(pending_path))
+    for number, (label, reasons) in read_lines(name, open(path).read()).items():
+        if number >= len(pending["labels"]):
+            raise SystemExit(f"error: {path}: sample {number} is beyond the set's "
+                             f"{len(pending['labels'])}")
+        pending["labels"][number], pending["reasons"][number] = label, reasons
+    np.savez_compressed(pending_path, **pending)
+    left = int((pending["labels"] < 0).sum())
+    print(f"{name}: {len(pending['labels']) - left} labelled, {left} to go")
+
+
+def build(name):
+    pending = dict(np.load(os.path.join(PENDING, f"{name}.npz")))
+    if (pending["labels"] < 0).any():
+        raise SystemExit(f"error: {int((pending['labels'] < 0).sum())} samples of {name} have "
+                         "no label yet")
+    np.savez_compressed(GALLERIES[name], **pending)
+    print(f"{len(pending['labels'])} labelled samples of {name} in {GALLERIES[name]}")
+
+
+def agreement(name, path=None, part="held out"):
+    """(share of the gallery's `part` where the reading says what the person said, counts of
+    each disagreement by the person's first reason or 'person accepts')."""
+    gallery = np.load(path or GALLERIES[name])
+    world = worlds.world(name)
+    keep = {"held out": gallery["held_out"], "fitting": ~gallery["held_out"],
+            "all": np.ones(len(gallery["labels"]), bool)}[part]
+    images, factors = gallery["images"][keep].astype(np.float32) / 255, gallery["factors"][keep]
+    composed = world.readings(images, factors)["composed"]
+    person = gallery["labels"][keep] == 1
+    kinds = {}
+    for accepted, reason in zip(person[composed != person],
+                                gallery["reasons"][keep][composed != person]):
+        kind = "person accepts" if accepted else f"person refuses: {reason.split(',')[0]}"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return float((composed == person).mean()), int(keep.sum()), kinds
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("draw", "enter", "build", "agree"))
+    parser.add_argument("world", choices=tuple(REASONS))
+    parser.add_argument("file", nargs="?", help="enter: the labeller's lines")
+    args = parser.parse_args(argv)
+    if args.action == "draw":
+        draw(args.world)
+    elif args.action == "enter":
+        if not args.file:
+            raise SystemExit("error: enter needs the file of label lines")
+        enter(args.world, args.file)
+    elif args.action == "build":
+        build(args.world)
+    else:
+        for part in ("fitting", "held out"):
+            share, count, kinds = agreement(args.world, part=part)
+            print(json.dumps({"part": part, "agreement": round(100 * share, 1), "samples": count,
+                              "disagreements": kinds}))
+
+
+if __name__ == "__main__":
+    main()
