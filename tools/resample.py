@@ -24,6 +24,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import runs  # noqa: E402
+import worlds  # noqa: E402
 from inside import load_trained  # noqa: E402
 
 
@@ -83,7 +84,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not os.path.exists(os.path.join(args.run, "ckpt.pt")):
         parser.error(f"{args.run} holds no ckpt.pt")
-    runs.report(resample(args.run, args.out, args.set, runs.resolve_device(args.device)))
+    metrics = resample(args.run, args.out, args.set, runs.resolve_device(args.device))
+    with open(os.path.join(args.out, "config.json")) as f:
+        runs.report(metrics, worlds.world(json.load(f)))     # the run's own world and codes
 
 
 if __name__ == "__main__":
