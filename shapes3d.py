@@ -300,29 +300,31 @@ def conditioning(latents, mode, drop_prob=0.1, rng=None, train=True):
 
 # ---------------------------------------------------------------------------- the readings
 # What a person reads in a sample: one solid, one hue throughout, a shape and a size the renderer
-# draws. The thresholds are set by the calibration suite (calibration_images), not by samples.
+# draws. The calibration suite (calibration_images) bounds the thresholds; within its bounds they
+# are set by labels people gave model samples (results/readings/).
 LEGIBLE = {
     "min_area": 6,             # pixels of the object (fewer: blank)
-    "max_second_area": 2,      # pixels of any second object
-    "max_other_hue": 0.05,     # share of the object's coloured pixels in another class's hue
-    "max_other_patch": 3,      # pixels of the largest connected patch of another class's hue
+    "max_second_area": 1,      # pixels of any second object
+    "max_other_hue": 0.08,     # share of the object's coloured pixels in another class's hue
+    "max_other_patch": 4,      # pixels of the largest connected patch of another class's hue
     "min_saturation": 0.6,     # the object's chroma / value: a grey is no hue
     "gain": (0.75, 1.3),       # the object's brightness against the renderer's
-    "max_local": 3.0,          # misfit summed over any 3x3 window (holes, bites, morphs, spikes)
-    "min_shape_margin": 0.5,   # 1 - (best fit's misfit / the best other shape's): not in between
-    "max_size_off": 0.5,       # pixels from the nearest class size (the classes are 1.2 apart)
-}
+    "max_local": 2.1,          # misfit summed over any 3x3 window (holes, bites, morphs, spikes)
+    "min_shape_margin": 0.38,  # 1 - (best fit's misfit / the best other shape's): not in between
+    "max_beyond": 0.9,         # pixels past the smallest or largest class size: size is ordinal,
+}                              # so a person calls a solid above size 7 "the big one"
 MAX_BAD_PIXELS, BAD_PIXEL = 8, 0.25      # fidelity: the renderer's picture, within these
+FIT_SIZES = np.arange(3.0, 15.01, 0.2)   # half-heights the fits try: past max_beyond both ways
+FIT_CENTRES = 16 + np.arange(-2, 2.1, 0.5)
 _TEMPLATES = {}
 
 
 def templates():
-    """Grey pictures (K, H*W) of each shape at half-heights 3.0-13.6 (0.2 apart) and centres within
-    +-2 px of the middle (0.5 apart), and their (shape, size, cx, cy) (K, 4): what fits read."""
+    """Grey pictures (K, H*W) of each shape at the half-heights FIT_SIZES and centres FIT_CENTRES
+    (both ways), in that order, and their (shape, size, cx, cy) (K, 4): what fits read."""
     if not _TEMPLATES:
-        grid = np.array(list(itertools.product(range(3), np.arange(3.0, 13.7, 0.2),
-                                               16 + np.arange(-2, 2.1, 0.5),
-                                               16 + np.arange(-2, 2.1, 0.5))), np.float32)
+        grid = np.array(list(itertools.product(range(3), FIT_SIZES, FIT_CENTRES, FIT_CENTRES)),
+                        np.float32)
         pictures = np.concatenate([shade_maps(*part.T) for part in np.array_split(grid, 16)])
         flat = pictures.reshape(len(grid), -1)
         _TEMPLATES.update(pictures=torch.as_tensor(flat), norms=torch.as_tensor(
@@ -338,6 +340,21 @@ def pixel_hues(images):
     hue = np.where(value == r, ((g - b) / chroma) % 6,
                    np.where(value == g, (b - r) / chroma + 2, (r - g) / chroma + 4))
     return 60 * hue
+
+
+def refined_size_step(error, best):
+    """The fitted half-height's correction (N,) in pixels, within half a grid step: the vertex of
+    the parabola through the misfit (N, K) of the best template (N,) and of its two neighbours in
+    size (same shape and centre); none at the grid's ends or where the misfit bends down."""
+    step, stride = FIT_SIZES[1] - FIT_SIZES[0], len(FIT_CENTRES) ** 2
+    index = (best // stride) % len(FIT_SIZES)                # the best template's size index
+    inside = (index > 0) & (index < len(FIT_SIZES) - 1)
+    rows = torch.arange(len(best))
+    below = error[rows, torch.where(inside, best - stride, best)]
+    at, above = error[rows, best], error[rows, torch.where(inside, best + stride, best)]
+    curve = below - 2 * at + above
+    shift = torch.where(inside & (curve > 0), 0.5 * (below - above) / curve.clamp(min=1e-12), 0.0)
+    return (step * shift.clamp(-0.5, 0.5)).numpy()
 
 
 def read_solids(images):
@@ -370,14 +387,15 @@ def read_solids(images):
     error = (brightness ** 2).sum(1, keepdim=True) - dot ** 2 / found["norms"]
     best = error.argmin(1)
     gain = dot[torch.arange(n), best] / found["norms"][best]
-    fit = found["latents"][best.numpy()]                                     # (N, 4)
+    fit = found["latents"][best.numpy()].copy()                              # (N, 4)
+    fit[:, 1] += refined_size_step(error, best)         # between the grid's sizes: a parabola
     misfit = brightness - gain[:, None] * found["pictures"][best]
     # a shape in between two: the best fit of another shape does nearly as well
     per_shape = error.reshape(n, 3, -1).amin(2).clamp(min=1e-6)              # (N, 3)
     two = per_shape.sort(1).values
     margin = (1 - two[:, 0] / two[:, 1]).numpy()
     local = 9 * F.avg_pool2d(misfit.reshape(n, 1, IMAGE_SIZE, IMAGE_SIZE), 3, 1, 1).abs()
-    size = np.abs(fit[:, 1, None] - SIZES).argmin(1)
+    size = np.abs(fit[:, 1, None] - SIZES).argmin(1)                          # the nearest class
     return {"bits": np.stack([color, fit[:, 0].astype(np.int64), size], 1),
             "area": areas[np.arange(n), order[:, 0]],
             "second_area": areas[np.arange(n), order[:, 1]],
@@ -387,7 +405,7 @@ def read_solids(images):
             "saturation": saturation, "gain": gain.numpy(), "hue": mean, "fit": fit,
             "shape_margin": margin,
             "local": local.reshape(n, -1).amax(1).numpy(),
-            "size_off": np.abs(fit[:, 1] - SIZES[size])}
+            "beyond": np.maximum(0, np.maximum(SIZES[0] - fit[:, 1], fit[:, 1] - SIZES[-1]))}
 
 
 def legible(solids, rule=LEGIBLE):
@@ -400,7 +418,7 @@ def legible(solids, rule=LEGIBLE):
             & (solids["gain"] >= rule["gain"][0]) & (solids["gain"] <= rule["gain"][1])
             & (solids["local"] <= rule["max_local"])
             & (solids["shape_margin"] >= rule["min_shape_margin"])
-            & (solids["size_off"] <= rule["max_size_off"]))
+            & (solids["beyond"] <= rule["max_beyond"]))
 
 
 def readings(images, factors):

@@ -178,6 +178,61 @@ def test_cra_is_the_class_of_the_nearest_real_clip_and_hit1_the_share_on_the_ask
                             "10": {"00": 0.25, "01": 0.0, "02": 0.0, "10": 0.25, "11": 0.25,
                                    "12": 0.25}}
     assert found["hit1"] == {"02": 0.4, "10": 0.25}
+    assert found["hit_refused"] == {"02": 0.0, "10": 0.0}                     # real: composed
+    patched = W.frames_of(images).copy()
+    patched[[0, 5], 1, 4:8, 4:8] = 0.9                         # a white block in two hits
+    found = W.cra(W.mosaic(patched), asked)
+    assert found["hit1"] == {"02": 0.4, "10": 0.25}          # retrieval passes a patch through
+    assert found["hit_refused"] == {"02": 0.2, "10": 0.25}                   # the reading not
+
+
+def test_a_block_of_its_own_sky_below_the_horizon_is_refused_by_day_and_at_night_alike():
+    """The patch is measured against the frame's light: a night frame is 0.3 of a day's, so an
+    absolute limit would pass at night the block it refuses by day. A block a little lighter or
+    darker than the ground around it is forgiven at either time, as a person forgives it."""
+    for time in (0, 1):
+        asked = np.array([[time, d] for d in range(3) for _ in range(4)])
+        frames = W.frames_of(W.render(W.sample_latents(asked, np.random.default_rng(time))))
+        skied, shaded = frames.copy(), frames.copy()
+        for i in range(len(asked)):
+            k, column = i % 4, (i // 4) % 4
+            block = slice(4 * column, 4 * column + 4)
+            skied[i, k, 8:12, block] = frames[i, k, :4, block]
+            shaded[i, k, 12:16, :4] *= 0.9                                  # the ground, 10% darker
+        assert not W.readings(W.mosaic(skied), asked)["legible"].any(), time
+        assert W.readings(W.mosaic(shaded), asked)["composed"].all(), time
+        read = W.read_clips(W.mosaic(skied))
+        assert (read["patch"].max(1) > W.LEGIBLE["max_patch"]).all(), time
+        assert (W.read_clips(W.mosaic(shaded))["patch"].max(1) < W.LEGIBLE["max_patch"]).all()
+
+
+def test_the_vanishing_point_is_read_between_the_grids_points():
+    """The fit's grid is 0.25 px; the parabola through the best point and its neighbours reads
+    real clips' vanishing points to within 0.06 px (the grid alone: within 0.125)."""
+    latents = W.sample_latents(W.requests(20), np.random.default_rng(0))
+    read = W.read_clips(W.render(latents))
+    true = latents[:, 3, None] + latents[:, 2, None] * np.arange(W.FRAMES)
+    assert np.abs(read["vanish"] - true).max() < 0.06
+    assert np.abs(read["vanish"] - true).mean() < 0.02
+    on_grid = W.VANISH_GRID[np.abs(true[..., None] - W.VANISH_GRID).argmin(-1)]
+    assert np.abs(on_grid - true).mean() > 0.04                     # what the grid alone reads
+
+
+@pytest.mark.parametrize("time", [0, 1])
+def test_a_bend_that_stalls_or_turns_back_in_a_step_is_not_one_bend(time):
+    """A right bend's last step: half a pixel passes "one bend" (min_bend_step 0.4), a quarter
+    pixel, none or back does not; read between the fit's grid points, so a quarter-pixel step is
+    told from a stall."""
+    depth = 0.25 + 0.15 * np.arange(4)
+
+    def clip(vanish):
+        frames = W.draw_frames(np.full(4, time), np.array(vanish, np.float32), depth)
+        return W.mosaic(frames[None])
+    for last, passes in ((11.5, True), (11.25, False), (11.0, False), (10.8, False)):
+        read = W.read_clips(clip([8.0, 9.5, 11.0, last]))
+        assert np.allclose(read["vanish"], [[8.0, 9.5, 11.0, last]], atol=0.06)
+        assert W.checks(read)["one bend"].tolist() == [passes], last
+    assert W.checks(W.read_clips(clip([8.0, 6.5, 5.0, 4.5])))["one bend"].all()       # left
 
 
 def test_the_closing_line_leaves_out_a_split_the_world_has_none_of():

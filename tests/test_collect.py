@@ -490,19 +490,21 @@ def test_collect_shows_the_first_clips_of_each_novel_class_frame_by_frame(tmp_pa
 def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_the_studys():
     """Two seeds of dit.py and one of givt.py in the clip world: a row per novel class (never a
     seen one), Hit@1 the mean over seeds of the share on the asked class, the six-way row the
-    mean of each class's share, and the study's Hit@1 beside dit.py's only."""
+    mean of each class's share, "hit, refused" the mean share that hits though refused, and the
+    study's Hit@1 beside dit.py's only."""
     import clips
 
-    def final(day_right_hit):
+    def final(day_right_hit, refused=0.0):
         rows = {c: {d: float(c == d) for d in clips.COMPOSITIONS} for c in clips.COMPOSITIONS}
         rows["02"] = {d: 0.0 for d in clips.COMPOSITIONS}
         rows["02"].update({"02": day_right_hit, "00": 1 - day_right_hit})
         ones = {c: 1.0 for c in clips.COMPOSITIONS}
         return [{"step": 8, "acc": ones, "probe_acc": ones,
-                 "cra": {"row": rows, "hit1": {c: r[c] for c, r in rows.items()}}}]
+                 "cra": {"row": rows, "hit1": {c: r[c] for c, r in rows.items()},
+                         "hit_refused": {c: refused * (c == "02") for c in rows}}}]
     dit, givt = {"model": "dit"}, {"model": "givt"}
-    groups = {"dit.py --world clips": [("dit-seed0", {**dit, "seed": 0}, final(0.5)),
-                                       ("dit-seed1", {**dit, "seed": 1}, final(0.25))],
+    groups = {"dit.py --world clips": [("dit-seed0", {**dit, "seed": 0}, final(0.5, 0.25)),
+                                       ("dit-seed1", {**dit, "seed": 1}, final(0.25, 0.125))],
               "givt.py --world clips": [("givt-seed0", {**givt, "seed": 0}, final(1.0))]}
     lines = collect.cra_table(groups, clips)
     rows = [line.split(" | ") for line in lines if line.startswith("| `")]
@@ -513,6 +515,8 @@ def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_t
     header = next(line for line in lines if line.startswith("| setting"))
     day_left = header.split(" | ").index("day-left")
     assert rows[0][3:5] == ["37.5 ± 12.5", "50.0 / 25.0"]
+    refused = header.split(" | ").index("hit, refused")
+    assert rows[0][refused] == "18.8 ± 6.2" and rows[1][refused] == "0.0 ± 0.0"
     assert rows[0][day_left] == "62.5 ± 12.5" and rows[0][day_left + 2] == "37.5 ± 12.5"
     assert rows[0][-1] == "47 |" and rows[1][-1] == "43 |" and rows[2][-1] == " |"
     assert "chance 1/6 = 16.7%" in "\n".join(lines)

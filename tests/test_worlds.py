@@ -63,6 +63,63 @@ def test_a_size_one_step_off_reads_as_that_size_not_the_asked_one():
     assert np.array_equal(judged["read"], off)
 
 
+def clean(shape, sizes, color=4):
+    """Real renders of one hue and shape at these half-heights, centred."""
+    sizes = np.asarray(sizes, np.float32)
+    latents = np.stack([np.full(len(sizes), W.HUE_STEP * color), np.full(len(sizes), shape),
+                        sizes, np.full(len(sizes), 16.0), np.full(len(sizes), 16.0)], 1)
+    return W.render(latents.astype(np.float32))
+
+
+@pytest.mark.parametrize("shape", [0, 1, 2])
+def test_size_reads_as_the_nearest_class_on_either_side_of_the_midpoint(shape):
+    """Classes are 1.2 px apart, the midpoint 0.6 above class k: 0.53 above reads k, 0.67 above
+    reads k + 1, both legible (no band in between is refused: a person reads the nearer size).
+    The fit's grid is 0.2 px (4.6, the midpoint, is on it), so telling these apart needs the fit
+    read between its points: within 0.05 px."""
+    below, above = W.SIZES[:-1] + 0.53, W.SIZES[:-1] + 0.67
+    for sizes, expected in ((below, np.arange(7)), (above, np.arange(1, 8))):
+        solids = W.read_solids(clean(shape, sizes))
+        assert solids["bits"][:, 2].tolist() == expected.tolist(), (shape, sizes)
+        assert np.abs(solids["fit"][:, 1] - sizes).max() < 0.05
+        assert W.legible(solids).all()
+
+
+def test_the_largest_and_smallest_sizes_are_open_by_max_beyond_and_no_further():
+    """Size is ordinal: a solid a little past size 7 is still "the big one" to a person, and past
+    size 0 "the small one"; max_beyond (set by the labels) bounds how far. The fits reach well
+    beyond that bound, so a giant solid is read as giant, not as the grid's end."""
+    bound = W.LEGIBLE["max_beyond"]
+    for shape in range(3):
+        top = W.SIZES[-1] + np.array([bound - 0.2, bound + 0.2, 2.0])
+        solids = W.read_solids(clean(shape, top))
+        assert solids["bits"][:, 2].tolist() == [7, 7, 7]
+        assert W.legible(solids).tolist() == [True, False, False], shape
+        assert abs(solids["fit"][2, 1] - top[2]) < 0.15                 # 14.4 px, read as such
+        bottom = W.SIZES[0] - np.array([bound - 0.2, bound + 0.15])
+        solids = W.read_solids(clean(shape, bottom))
+        assert solids["bits"][:, 2].tolist() == [0, 0]
+        assert W.legible(solids).tolist() == [True, False], shape
+
+
+def test_refined_size_step_is_the_vertex_of_the_parabola_through_three_sizes():
+    """Against a direct computation: misfits e(s) = (s - s0)^2 on the grid's sizes at one shape
+    and centre put the vertex at s0; the step is that less the grid's size, within half a step;
+    none at the grid's ends."""
+    found = W.templates()["latents"]
+    stride = len(W.FIT_CENTRES) ** 2
+    for s0, at in ((8.13, 8.2), (8.27, 8.2), (5.0, 5.0)):
+        error = torch.full((1, len(found)), 100.0)
+        for k, size in enumerate(W.FIT_SIZES):
+            error[0, k * stride + 40] = (size - s0) ** 2          # shape 0, one centre, each size
+        best = error.argmin(1)
+        assert found[best.item(), 1] == pytest.approx(at)
+        assert W.refined_size_step(error, best)[0] == pytest.approx(s0 - at, abs=1e-4)
+    error = torch.full((1, len(found)), 100.0)
+    error[0, 40], error[0, 40 + stride] = 0.0, 1.0      # the grid's smallest size, then the next
+    assert W.refined_size_step(error, torch.tensor([40]))[0] == 0.0
+
+
 def test_shapes_are_told_apart_at_every_size():
     rng = np.random.default_rng(1)
     bits = np.array([[c, s, z] for c in range(10) for s in range(3) for z in range(8)])

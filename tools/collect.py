@@ -537,19 +537,22 @@ def cra_table(groups, world):
              "Each novel clip takes the class of its nearest real clip in `clips.features` "
              "(frame 1 and the three frame differences, pooled to 8×8); Hit@1 is the share on "
              f"the asked class, chance 1/{len(classes)} = {100 / len(classes):.1f}%. The study's "
-             "Hit@1 is of a world model's CoVLA clips in V-JEPA2 features.", "",
-             "| setting | seeds | asked | Hit@1 | each seed | " + " | ".join(classes)
-             + " | the study's Hit@1 |", "|" + "---|" * (6 + len(classes))]
+             "Hit@1 is of a world model's CoVLA clips in V-JEPA2 features. *Hit, refused*: "
+             "the share that lands on the asked class though the composed reading refuses it "
+             "(retrieval has no \"not a clip\" answer).", "",
+             "| setting | seeds | asked | Hit@1 | each seed | hit, refused | "
+             + " | ".join(classes) + " | the study's Hit@1 |", "|" + "---|" * (7 + len(classes))]
     for name, members in groups.items():
         finals = [history[-1]["cra"] for _, _, history in members if "cra" in history[-1]]
         for code in (world.LEVEL1 + world.LEVEL2) * bool(finals):
             hits = [f["hit1"][code] for f in finals]
+            refused = mean_std([f["hit_refused"][code] for f in finals])
             row = [mean_std([f["row"][code][c] for f in finals]) for c in world.COMPOSITIONS]
             study = STUDY_HIT1.get(members[0][1].get("model"), {}).get(code)
             study = "" if study is None else f"{100 * study:.0f}"
             lines.append(f"| `{name}` | {seeds_of(members)} | {world.describe(code)} | "
                          f"{mean_std(hits)} | " + " / ".join(f"{100 * h:.1f}" for h in hits)
-                         + " | " + " | ".join(row) + f" | {study} |")
+                         + f" | {refused} | " + " | ".join(row) + f" | {study} |")
     return lines
 
 

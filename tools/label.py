@@ -1,10 +1,13 @@
 """Labels by eye for the worlds beside Shapes2D: a stratified set of kept samples, sheets to label
 them on, and the readings' agreement with the labels (results/readings/README.md has the rule).
 
-    python tools/label.py draw shapes3d          # pick the set, draw sheets under runs/label/
-    python tools/label.py enter shapes3d FILE    # attach a labeller's lines ("17 refuse size")
-    python tools/label.py build shapes3d         # the labelled set -> tests/gallery_shapes3d.npz
-    python tools/label.py agree shapes3d         # agreement with the held-out half, by reason
+    python tools/label.py draw shapes3d     # pick the set, draw its sheets under runs/label/
+    python tools/label.py build shapes3d    # the label files -> tests/gallery_shapes3d.npz
+    python tools/label.py agree shapes3d    # the readings against the labels, by reason
+
+The labels are text files, results/readings/labels/<world>/<pass>/*.txt, a line a sample ("17
+accept", "18 refuse size,patch"): a first and a second pass over every sample, and a third look
+where the two disagree; the label is the majority.
 
 `draw` takes, from every committed run of the world (results/<world>/runs/), and for every group
 of every run family (a model at one seen count, its seeds together), as many samples the reading
@@ -13,7 +16,6 @@ reading's verdict. Every other sample of a stratum is held out from fitting the 
 """
 import argparse
 import glob
-import json
 import os
 import re
 import sys
@@ -33,6 +35,8 @@ REASONS = {       # why a person refuses a sample; results/readings/README.md sa
     "clips": ("time", "light", "patch", "direction", "stall", "stripe", "noise", "frame"),
 }
 GALLERIES = {name: os.path.join(ROOT, "tests", f"gallery_{name}.npz") for name in REASONS}
+LABELS = os.path.join(ROOT, "results", "readings", "labels")     # <world>/<pass>/*.txt
+PASSES = ("first", "second", "third")
 
 
 def family(run):
@@ -40,12 +44,12 @@ def family(run):
     return re.sub(r"-seed\d+$", "", os.path.basename(os.path.normpath(run)))
 
 
-def pool(name):
-    """Every committed run's kept samples of world `name`: images, factors, sources (run name),
-    families, groups, and the reading's composed verdict as it stands."""
+def pool(name, root=ROOT):
+    """Every committed run's kept samples of world `name` (under root/results/<name>/runs/):
+    images, factors, sources (run name), families, groups, and the reading's composed verdict."""
     world = worlds.world(name)
     parts = {k: [] for k in ("images", "factors", "sources", "families", "groups", "composed")}
-    for run in sorted(glob.glob(os.path.join(ROOT, "results", name, "runs", "*", "samples.npz"))):
+    for run in sorted(glob.glob(os.path.join(root, "results", name, "runs", "*", "samples.npz"))):
         folder = os.path.dirname(run)
         saved = np.load(run)
         images, factors = saved["images"], saved["factors"]
@@ -161,15 +165,14 @@ def draw_clips_sheet(path, images, factors, numbers):
 
 
 def draw(name, per_sheet=None):
+    """Pick the set from the committed runs (runs/label/<world>.npz: no verdict in it) and draw
+    its sheets."""
     found = pool(name)
     chosen, held_out = pick(found, PER_STRATUM[name])
     os.makedirs(PENDING, exist_ok=True)
-    pending = {"images": found["images"][chosen], "factors": found["factors"][chosen],
-               "sources": found["sources"][chosen], "held_out": held_out,
-               "labels": np.full(len(chosen), -1), "reasons": np.full(len(chosen), "", "<U40")}
-    np.savez_compressed(os.path.join(PENDING, f"{name}.npz"), **pending)
-    # the verdicts the set was stratified on stay out of the labeller's files
-    np.save(os.path.join(PENDING, f"{name}-verdicts-do-not-open.npy"), found["composed"][chosen])
+    np.savez_compressed(os.path.join(PENDING, f"{name}.npz"), images=found["images"][chosen],
+                        factors=found["factors"][chosen], sources=found["sources"][chosen],
+                        held_out=held_out)
     sheets(name, per_sheet)
     print(f"{len(chosen)} samples of {name} from {len(set(found['sources']))} runs; sheets "
           f"{os.path.join(PENDING, name)}_*.png")
@@ -179,11 +182,11 @@ def sheets(name, per_sheet=None):
     """The sheets of the pending set, numbered as its samples: the asked composition beside real
     renders, never the run or the reading's verdict."""
     pending = np.load(os.path.join(PENDING, f"{name}.npz"))
-    chosen = pending["labels"]
+    count = len(pending["images"])
     per_sheet = per_sheet or {"shapes3d": 8, "clips": 5}[name]
     sheet = draw_shapes3d_sheet if name == "shapes3d" else draw_clips_sheet
-    for first in range(0, len(chosen), per_sheet):
-        numbers = np.arange(first, min(first + per_sheet, len(chosen)))
+    for first in range(0, count, per_sheet):
+        numbers = np.arange(first, min(first + per_sheet, count))
         sheet(os.path.join(PENDING, f"{name}_{first // per_sheet:03d}.png"),
               pending["images"][numbers], pending["factors"][numbers], numbers)
 
@@ -208,31 +211,54 @@ def read_lines(name, text):
     return found
 
 
-def enter(name, path):
-    pending_path = os.path.join(PENDING, f"{name}.npz")
-    pending = dict(np.load(pending_path))
-    for number, (label, reasons) in read_lines(name, open(path).read()).items():
-        if number >= len(pending["labels"]):
-            raise SystemExit(f"error: {path}: sample {number} is beyond the set's "
-                             f"{len(pending['labels'])}")
-        pending["labels"][number], pending["reasons"][number] = label, reasons
-    np.savez_compressed(pending_path, **pending)
-    left = int((pending["labels"] < 0).sum())
-    print(f"{name}: {len(pending['labels']) - left} labelled, {left} to go")
+def read_pass(name, which, labels=None):
+    """One pass's labels, from the text files under results/readings/labels/<world>/<which>/:
+    {sample: (label, reasons)}."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(labels or LABELS, name, which, "*.txt"))):
+        found.update(read_lines(name, open(path).read()))
+    return found
+
+
+def majority(passes, count):
+    """labels (N,), reasons (N,) and each pass's labels (3, N), -1 where a pass is silent, from
+    [first, second, third]: the first two label every sample, the third exactly those where they
+    disagree; the label is the majority, its reasons those of a pass on the majority's side (the
+    last such)."""
+    first, second, third = passes
+    for which, found in (("first", first), ("second", second)):
+        if sorted(found) != list(range(count)):
+            raise SystemExit(f"error: the {which} pass labels {len(found)} of the {count} samples")
+    split = sorted(i for i in range(count) if first[i][0] != second[i][0])
+    if sorted(third) != split:
+        raise SystemExit(f"error: the third look labels {sorted(third)}; the passes disagree "
+                         f"on {split}")
+    each = np.full((3, count), -1)
+    labels, reasons = np.zeros(count, np.int64), np.full(count, "", "<U40")
+    for i in range(count):
+        votes = [found[i] for found in passes if i in found]
+        for k, found in enumerate(passes):
+            each[k, i] = found[i][0] if i in found else -1
+        labels[i] = int(sum(v[0] for v in votes) * 2 > len(votes))
+        reasons[i] = [v[1] for v in votes if v[0] == labels[i]][-1]
+    return labels, reasons, each
 
 
 def build(name):
-    pending = dict(np.load(os.path.join(PENDING, f"{name}.npz")))
-    if (pending["labels"] < 0).any():
-        raise SystemExit(f"error: {int((pending['labels'] < 0).sum())} samples of {name} have "
-                         "no label yet")
-    np.savez_compressed(GALLERIES[name], **pending)
-    print(f"{len(pending['labels'])} labelled samples of {name} in {GALLERIES[name]}")
+    """The gallery from the label files, over the drawn set (runs/label/), or over the committed
+    gallery's own samples where the set is not drawn here: new runs change what draw picks."""
+    drawn = os.path.join(PENDING, f"{name}.npz")
+    pending = dict(np.load(drawn if os.path.exists(drawn) else GALLERIES[name]))
+    count = len(pending["images"])
+    labels, reasons, each = majority([read_pass(name, w) for w in PASSES], count)
+    gallery = {k: pending[k] for k in ("images", "factors", "sources", "held_out")}
+    np.savez_compressed(GALLERIES[name], labels=labels, reasons=reasons, passes=each, **gallery)
+    print(f"{count} labelled samples of {name} in {GALLERIES[name]}")
 
 
 def agreement(name, path=None, part="held out"):
-    """(share of the gallery's `part` where the reading says what the person said, counts of
-    each disagreement by the person's first reason or 'person accepts')."""
+    """(share of the gallery's `part` where the reading says what the person said, samples,
+    counts of each disagreement by the person's first reason or 'person accepts')."""
     gallery = np.load(path or GALLERIES[name])
     world = worlds.world(name)
     keep = {"held out": gallery["held_out"], "fitting": ~gallery["held_out"],
@@ -248,26 +274,31 @@ def agreement(name, path=None, part="held out"):
     return float((composed == person).mean()), int(keep.sum()), kinds
 
 
+def between_people(name, path=None):
+    """The share of samples on which the first two passes agree: the ceiling of a reading."""
+    passes = np.load(path or GALLERIES[name])["passes"]
+    return float((passes[0] == passes[1]).mean())
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("draw", "enter", "build", "agree"))
+    parser.add_argument("action", choices=("draw", "sheets", "build", "agree"))
     parser.add_argument("world", choices=tuple(REASONS))
-    parser.add_argument("file", nargs="?", help="enter: the labeller's lines")
     args = parser.parse_args(argv)
     if args.action == "draw":
         draw(args.world)
-    elif args.action == "enter":
-        if not args.file:
-            raise SystemExit("error: enter needs the file of label lines")
-        enter(args.world, args.file)
+    elif args.action == "sheets":
+        sheets(args.world)
     elif args.action == "build":
         build(args.world)
     else:
+        print(f"{args.world}: the two passes agree on {100 * between_people(args.world):.1f}%")
         for part in ("fitting", "held out"):
             share, count, kinds = agreement(args.world, part=part)
-            print(json.dumps({"part": part, "agreement": round(100 * share, 1), "samples": count,
-                              "disagreements": kinds}))
+            print(f"  the readings agree with the {part} labels on {100 * share:.1f}% of {count}; "
+                  "disagreements: " + (", ".join(f"{k} {v}" for k, v in sorted(
+                      kinds.items(), key=lambda kv: -kv[1])) or "none"))
 
 
 if __name__ == "__main__":
