@@ -210,6 +210,36 @@ VARIANTS = [
      "dropped = torch.rand(len(latents), 3, generator=rng, device=device) < drop_prob",
      "dropped = torch.bernoulli(torch.full((len(latents), 3), drop_prob, device=device), "
      "generator=rng).bool()"),
+    # the gates alone start at 0 (the paper's alpha); gate1 and gate2 are the six's first two here
+    ("A4", "dit.py", "        nn.init.zeros_(self.modulation.weight)",
+     "        with torch.no_grad():\n"
+     "            self.modulation.weight.view(6, width, width)[:2] = 0"),
+    ("A6", "jepa_maskgit.py", "    return start + (1 - start) * step / steps\n",
+     "    return 1 - (1 - start) * (1 - step / steps)\n"),
+    ("A9", "inside.py",                              # each out_proj saved once, put back in order
+     "            saved.append((out, out.weight.detach().clone(), out.bias.detach().clone()))\n",
+     "            if not any(out is other for other, _, _ in saved):\n"
+     "                saved.append((out, out.weight.detach().clone(), "
+     "out.bias.detach().clone()))\n"),
+    ("A9", "inside.py", "for out, weight, bias in reversed(saved):",
+     "for out, weight, bias in saved:"),
+    ("A9", "inside.py", "        return (((test_x - mean) / std) @ w + b > 0).long()",
+     "        return (torch.sigmoid(((test_x - mean) / std) @ w + b) > 0.5).long()"),  # p > 1/2
+    ("A10", "objects.py", "    cell = (points / PATCH).floor().clamp(0, SIDE - 1)",
+     '    cell = torch.div(points, PATCH, rounding_mode="floor").clamp(0, SIDE - 1)'),
+    ("A1", "maskgit.py",                              # hide the keys up to the count-th smallest
+     "    rank = keys.argsort(1).argsort(1)\n    return rank < count[:, None]",
+     "    return keys <= keys.sort(1).values.gather(1, count.long()[:, None] - 1)"),
+    ("A2", "givt.py", "    return nll.mean() / x.shape[-1]\n",
+     "    return nll.sum() / (hidden.sum() * x.shape[-1])\n"),
+    ("A5", "mar.py",                                  # the posterior mean from eps_hat directly
+     "        x0_hat = (x - (1 - a_t).sqrt() * eps_hat) / a_t.sqrt()\n"
+     "        beta = 1 - a_t / a_s\n"
+     "        # posterior q(x_s | x_t, x0_hat): mean and variance of the DDPM step\n"
+     "        mean = (a_s.sqrt() * beta * x0_hat + (a_t / a_s).sqrt() * (1 - a_s) * x) "
+     "/ (1 - a_t)\n",
+     "        beta = 1 - a_t / a_s                                # Ho et al.'s equation 11\n"
+     "        mean = (x - beta / (1 - a_t).sqrt() * eps_hat) / (1 - beta).sqrt()\n"),
 ]
 
 
@@ -229,3 +259,136 @@ def test_the_checks_accept_right_answers_written_another_way(tmp_path):
                             env=dict(os.environ, COURSE_DIR=str(tmp_path),
                                      PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+# Wrong answers the checks must reject, besides the rows of tests/mutations.py with an assignment
+# (which the project's own tests must catch as well): (assignment, file, [(the repository's text,
+# the wrong one)], what the report of `python course/check.py` must say and what it must not (None:
+# no such rule), regular expressions in which a space matches any run of spaces and line breaks
+# (the report wraps its lines)). The first six were accepted by the checks once; the others pin a
+# message: the function it points at, what it names, what it must not print.
+WRONG = [
+    ("A4", "dit.py",                                  # one shift, scale and gate for both branches
+     [("self.modulation = nn.Linear(width, 6 * width)",
+       "self.modulation = nn.Linear(width, 3 * width)"),
+      ("        shift1, scale1, gate1, shift2, scale2, gate2 = modulation.chunk(6, -1)\n",
+       "        shift1, scale1, gate1 = modulation.chunk(3, -1)\n"
+       "        shift2, scale2, gate2 = shift1, scale1, gate1\n")],
+     "FAILED each branch has its own shift scale and gate", None),
+    ("A4", "dit.py",                        # the identity at first through the branches' outputs
+     [("        nn.init.zeros_(self.modulation.weight)",
+       "        nn.init.zeros_(self.attention.out_proj.weight)\n"
+       "        nn.init.zeros_(self.mlp[2].weight)\n"
+       "        nn.init.zeros_(self.mlp[2].bias)"),
+      ("        nn.init.zeros_(self.modulation.bias)\n", "")],
+     "FAILED a new block is the identity", None),
+    ("A6", "jepa_maskgit.py",                 # a curve through the line's ends and its midpoint
+     [("    return start + (1 - start) * step / steps\n",
+       "    x = step / steps\n"
+       "    return start + (1 - start) * (x + 2 * x * (x - 0.5) * (x - 1))\n")],
+     "FAILED target_momentum rises linearly", None),
+    ("A9", "inside.py",                                      # put back in the order they were saved
+     [("for out, weight, bias in reversed(saved):", "for out, weight, bias in saved:")],
+     "FAILED leaving the ablation puts everything back .* reverse order", None),
+    ("A9", "inside.py", [("@ w + b > 0).long()", "@ w + b > 0.5).long()")],   # a logit against 1/2
+     "FAILED the probe reads a linear code .* logit is above 0", None),
+    ("A10", "objects.py", [("(points / PATCH).floor()", "(points / PATCH).round()")],
+     r"FAILED neighbours are .* \(11.0, 2.5\) lies in patch \(2, 0\)", None),
+    ("A3", "dit.py",                                       # the weight the hint asks to work out
+     [("    weight = 1 / t.clamp(min=0.05) ** 2\n", "    weight = 1 / t.clamp(min=0.05)\n")],
+     "FAILED flow_loss draws t", r"\^ ?2|\*\* ?2|1 ?/ ?t\b|max\(t|/ ?t\^"),
+    ("A1", "maskgit.py",                        # a wrong schedule fails mask_ratio's check alone
+     [("return torch.cos(math.pi / 2 * r)", "return torch.cos(math.pi / 2 * r) ** 2")],
+     r"look at maskgit.py::mask_ratio\n.*\n1 failed", "look at maskgit.py::(?!mask_ratio)"),
+    ("A5", "mar.py",                                         # and alpha_bar's (not divided by f(0))
+     [("return (f(t) / f(torch.zeros_like(t))).clamp(min=1e-4)", "return f(t).clamp(min=1e-4)")],
+     r"look at mar.py::alpha_bar\n.*\n1 failed", "look at mar.py::(?!alpha_bar)"),
+    ("A1", "maskgit.py",                            # each position hidden on its own, not a count
+     [("    rank = keys.argsort(1).argsort(1)\n    return rank < count[:, None]",
+       "    return keys < mask_ratio(r, schedule)[:, None]")],
+     "FAILED random_mask .* not each position on its own", "rounded"),
+    ("A5", "mar.py",                                   # x0_hat not divided by sqrt(alpha_bar(t))
+     [("x0_hat = (x - (1 - a_t).sqrt() * eps_hat) / a_t.sqrt()",
+       "x0_hat = x - (1 - a_t).sqrt() * eps_hat")],
+     r"FAILED denoise lands .* it returns x_0 times 0\.99\d\d: is each step's x0_hat", None),
+    ("A10", "objects.py",                                     # the pixel read at (row x, column y)
+     [("image[torch.arange(len(x_0), device=device), row, column]",
+       "image[torch.arange(len(x_0), device=device), column, row]")],
+     r"FAILED pixel_locality .* second object: x = \d+\.\d, y = \d+\.\d px, the pixel in row \d+, "
+     "column \\d+\\); it reads 1 where x = y: are x and y swapped", None),
+    ("A10", "objects.py",                                 # the distance measured from (y, x)
+     [("near_pixels(points[:, 0], radius)", "near_pixels(points[:, 0].flip(-1), radius)")],
+     r"FAILED locality is one .* first object: x = .* are x and y swapped", None),
+    ("A7", "data.py", [("values[:, 4] = sizes[bits[:, 2]]", "values[:, 4] = sizes[bits[:, 1]]")],
+     r"wrong for \['001', '010', '101', '110'\]", r"np\.str_"),
+    ("A2", "givt.py",                                     # a mean per image, then over the images
+     [("    return nll.mean() / x.shape[-1]\n",
+       "    per_image = torch.zeros(len(x)).index_add(0, at[0], nll) / hidden.sum(1)\n"
+       "    return per_image.mean() / x.shape[-1]\n")],
+     "a mean per image, then over the images", None),
+]
+
+
+def test_the_checks_reject_wrong_answers(tmp_path):
+    """Each row of WRONG written into a copy of the repository fails its assignment's checks, in a
+    report that says what the row expects (one process, a fork a row: about 1 s a row)."""
+    from mutations import copy_of_repository
+    copy_of_repository(str(tmp_path / "copy"))
+    (tmp_path / "logs").mkdir()
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path / "copy"),
+                             str(tmp_path / "logs")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    status = dict(line.split() for line in result.stdout.splitlines())
+
+    def loose(pattern):
+        return re.compile(pattern.replace(" ", r"\s+"), re.DOTALL)
+
+    for i, (name, path, _, says, never) in enumerate(WRONG):
+        report = (tmp_path / "logs" / f"{i}.log").read_text()
+        assert status[str(i)] == "1", (name, path, report[-2000:])          # 1: checks failed
+        assert loose(says).search(report), (name, path, says, report[-2000:])
+        assert never is None or not loose(never).search(report), (name, path, never, report)
+
+
+def reject(folder, logs):
+    """python tests/test_course.py FOLDER LOGS: each row of WRONG written in turn into the copy of
+    the repository in FOLDER, its assignment's checks run there as check.py runs them, in a fork of
+    this process (torch is imported once), the report into LOGS/N.log; prints 'N exit-status'."""
+    from mutations import warm
+    warm()
+    ours = {ROOT, COURSE, os.path.dirname(os.path.abspath(__file__))}  # the copy's files, not ours
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) not in ours]
+    for i, (name, path, changes, _, _) in enumerate(WRONG):
+        file = os.path.join(folder, path)
+        with open(file) as f:
+            source = f.read()
+        wrong = source
+        for right, text in changes:
+            assert wrong.count(right) == 1, (path, right)
+            wrong = wrong.replace(right, text)
+        with open(file, "w") as f:
+            f.write(wrong)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:                                              # the child: the checks, then exit
+            code = 3
+            try:
+                out = os.open(os.path.join(logs, f"{i}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                os.chdir(folder)
+                os.environ.update(COURSE_DIR=folder, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+                code = pytest.main(["-q", "-p", "no:cacheprovider", "--brief", "--tb=no", "-rN",
+                                    "--disable-warnings", "-m", name.lower(),
+                                    os.path.join(folder, ASSIGNMENTS[name]["checks"])])
+            finally:
+                sys.stdout.flush()
+                os._exit(int(code))
+        _, status = os.waitpid(pid, 0)
+        with open(file, "w") as f:
+            f.write(source)                                             # the copy is right again
+        print(i, os.waitstatus_to_exitcode(status), flush=True)
+
+
+if __name__ == "__main__":
+    reject(*sys.argv[1:])

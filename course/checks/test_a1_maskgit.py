@@ -2,7 +2,9 @@
 
 The checks read what your functions return, not how you draw your random numbers: the
 masks are judged by their statistics over thousands of rows, the loss against the stub
-model's own record of what it was shown."""
+model's own record of what it was shown. Where mask_ratio is wrong (or not written yet), the
+checks of the other three functions put a reference schedule in its place, so a wrong
+mask_ratio fails its own check alone."""
 import itertools
 import math
 
@@ -14,6 +16,26 @@ import maskgit
 
 pytestmark = pytest.mark.a1
 TOKENS, VOCAB = 64, 10
+
+
+def reference_schedule(r, schedule="cosine"):
+    """gamma(r) as mask_ratio's docstring says, of a tensor r."""
+    return 1 - r if schedule == "linear" else torch.cos(math.pi / 2 * r)
+
+
+@pytest.fixture
+def schedule(monkeypatch):
+    """For the checks of the functions that call mask_ratio: the student's own where it is right,
+    else (wrong, or not written yet) reference_schedule in its place."""
+    r = torch.linspace(0, 1, 11)
+    try:
+        right = all(maskgit.mask_ratio(r, kind).shape == r.shape and torch.allclose(
+            maskgit.mask_ratio(r, kind).float(), reference_schedule(r, kind), atol=1e-6)
+            for kind in ("cosine", "linear"))
+    except Exception:                                          # NotImplementedError, among others
+        right = False
+    if not right:
+        monkeypatch.setattr(maskgit, "mask_ratio", reference_schedule)
 
 
 def test_mask_ratio_is_the_schedule_at_its_ends_and_between():
@@ -32,16 +54,26 @@ def test_mask_ratio_is_the_schedule_at_its_ends_and_between():
         f"{linear.tolist()}"
 
 
-def test_random_mask_hides_a_cosine_share_of_random_positions():
+@pytest.mark.usefixtures("schedule")
+def test_random_mask_hides_a_cosine_share_of_random_positions(monkeypatch):
     generator = torch.Generator().manual_seed(0)
     mask = maskgit.random_mask(4000, TOKENS, generator)
     assert mask.shape == (4000, TOKENS) and mask.dtype == torch.bool, \
         f"expected a (4000, {TOKENS}) bool tensor, got {tuple(mask.shape)} {mask.dtype}"
+    with monkeypatch.context() as constant:                     # gamma(r) = 1/2 whatever r is
+        constant.setattr(maskgit, "mask_ratio", lambda r, schedule="cosine":
+                         torch.full_like(torch.as_tensor(r, dtype=torch.float32), 0.5))
+        halves = maskgit.random_mask(400, TOKENS, torch.Generator().manual_seed(1)).sum(1)
+    if abs(halves.float().mean().item() - TOKENS / 2) < 2:        # (if it asks mask_ratio)
+        assert (halves == TOKENS // 2).all(), \
+            f"with gamma(r) = 1/2 for every r, every row must hide exactly {TOKENS // 2} of its " \
+            f"{TOKENS} positions; got {int(halves.min())} to {int(halves.max())}: draw a count " \
+            "per row, then which positions, not each position on its own with probability gamma"
     empty = int((mask.sum(1) == 0).sum())
     assert empty == 0, \
         f"{empty} of 4000 rows hide no position: a row hides ceil(gamma(r) T) of its T " \
-        "positions, rounded up, so at least one while r < 1; rounded down it hides none once " \
-        "gamma(r) T < 1, rounded to the nearest once it is < 1/2"
+        "positions, so at least one while r < 1; rounded down (to the nearest) it hides none " \
+        "once gamma(r) T < 1 (< 1/2); positions hidden each on its own leave rows empty by chance"
     # E[ceil(T cos(pi r / 2))] / T for r ~ U(0, 1): 2/pi, plus about half a token for the ceiling
     share, want = mask.float().mean().item(), 2 / math.pi + 0.5 / TOKENS
     assert abs(share - want) < 0.02, \
@@ -83,6 +115,7 @@ class RecordingModel(torch.nn.Module):
         return self.table.expand(len(ids), -1, -1) + 0.1 * ids[..., None].float()
 
 
+@pytest.mark.usefixtures("schedule")
 def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_only():
     model = RecordingModel()
     ids = torch.randint(VOCAB, (32, TOKENS), generator=torch.Generator().manual_seed(2))
@@ -105,6 +138,7 @@ def test_masked_loss_is_the_cross_entropy_of_the_hidden_ids_only():
         "the loss must reach the model"
 
 
+@pytest.mark.usefixtures("schedule")
 def test_remask_count_empties_the_mask_at_the_last_step_and_always_commits_one():
     steps = 8
     masked = torch.ones(2, TOKENS, dtype=torch.bool)
@@ -165,6 +199,7 @@ def untrained(model, loss):
     return ", ".join(missing[:3]) + more
 
 
+@pytest.mark.usefixtures("schedule")
 def test_masked_loss_trains_every_weight_of_a_real_maskgit():
     """On maskgit.py's own network the loss's gradient reaches every weight: the embedding, the
     condition's (values and present as given), each block's and the head's."""

@@ -56,7 +56,10 @@ def test_log_density_is_finite_and_right_where_exponentials_underflow():
 
 
 class StubGIVT(torch.nn.Module):
-    """Returns one fixed mixture everywhere, and remembers the masks it was given."""
+    """Returns one mixture at every position of a row, its means moved the further the more of
+    the row it hides (so a row's tokens score alike, and rows that hide more score worse: a mean
+    per image, then over images, is far from the mean over the hidden tokens); remembers the
+    masks it was given and the mixtures it returned."""
 
     def __init__(self, k=3, c=5):
         super().__init__()
@@ -64,13 +67,17 @@ class StubGIVT(torch.nn.Module):
         self.logits = torch.nn.Parameter(log_weights)
         self.means = torch.nn.Parameter(means)
         self.log_scales = torch.nn.Parameter(scales.log())
-        self.masks = []
+        self.masks, self.returned = [], []
 
     def forward(self, x, mask, values, present):
         self.masks.append(mask.clone())
         b, t = mask.shape
-        return tuple(p.expand(b, t, *p.shape)
-                     for p in (self.logits.log_softmax(-1), self.means, self.log_scales.exp()))
+        away = 4 * mask.float().mean(1)[:, None, None, None]                # (B, 1, 1, 1)
+        returned = (self.logits.log_softmax(-1).expand(b, t, *self.logits.shape),
+                    self.means.expand(b, t, *self.means.shape) + away,
+                    self.log_scales.exp().expand(b, t, *self.log_scales.shape))
+        self.returned.append(tuple(p.detach() for p in returned))
+        return returned
 
 
 def test_masked_loss_is_the_hidden_tokens_nll_per_value():
@@ -82,11 +89,14 @@ def test_masked_loss_is_the_hidden_tokens_nll_per_value():
     mask = model.masks[0]
     assert mask.shape == (16, 64) and mask.dtype == torch.bool and mask.any(1).all(), \
         "the model must get a (B, T) bool mask that hides at least one token per row"
-    log_weights, scales = model.logits.log_softmax(-1), model.log_scales.exp()
-    want = -reference(x[mask], log_weights, model.means, scales).mean() / 5
+    nll = -reference(x, *model.returned[0]) / 5                           # (B, T) per token value
+    want = nll[mask].mean()
+    per_image = ((nll * mask).sum(1) / mask.sum(1)).mean()
+    why = (" (a mean per image, then over the images? every hidden token counts alike)"
+           if torch.allclose(loss.double(), per_image, rtol=1e-4) else "")
     assert torch.allclose(loss.double(), want, rtol=1e-4), \
-        f"expected the mean negative log-likelihood of the hidden tokens per token value " \
-        f"(divided by C = 5), {want.item():.5f}; got {loss.item():.5f}"
+        f"expected the mean negative log-likelihood of the batch's hidden tokens per token value " \
+        f"(divided by C = 5), {want.item():.5f}; got {loss.item():.5f}{why}"
     loss.backward()
     assert model.means.grad.abs().sum() > 0, "the loss must reach the mixture's parameters"
     assert not math.isnan(loss.item())

@@ -11,6 +11,9 @@ import torch
 import dit
 
 pytestmark = pytest.mark.a3
+# What the loss is, in words: its weight is the student's to work out (the hint), never printed
+VELOCITY = ("the mean over every value of the squared velocity error (the velocity x0_hat implies "
+            "at (x_t, t) against the path's), written with the x_0 error, t floored at 0.05")
 
 
 def test_noisy_is_the_straight_path_from_image_to_noise():
@@ -56,13 +59,12 @@ def test_flow_loss_draws_t_and_eps_and_weighs_the_x0_error_as_a_velocity_error()
     away = t > 0.05                                                  # eps = (x_t - (1 - t) x_0) / t
     eps = (x_t[away] - (1 - t[away, None, None]) * x_0[away]) / t[away, None, None]
     assert abs(eps.mean().item()) < 0.03 and abs(eps.std().item() - 1) < 0.03, \
-        "x_t = (1 - t) x_0 + t eps with eps ~ N(0, 1); the eps read back has mean " \
+        "x_t = noisy(x_0, t, eps) with eps ~ N(0, 1); the eps read back has mean " \
         f"{eps.mean():.3f}, std {eps.std():.3f}"
     x0_hat = x_t * 0.3 + 0.1
     want = ((x0_hat - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
     assert torch.allclose(loss, want, rtol=1e-4), \
-        "loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2 (the velocity error): expected " \
-        f"{want.item():.5f}, got {loss.item():.5f}"
+        f"the loss is {VELOCITY}: expected {want.item():.5f}, got {loss.item():.5f}"
     loss.backward()
     assert model.a.grad is not None and model.a.grad != 0, "the loss must reach the model"
     uniform = RecordingDiT()                                         # about 5% of t below the floor
@@ -74,8 +76,8 @@ def test_flow_loss_draws_t_and_eps_and_weighs_the_x0_error_as_a_velocity_error()
         f"{t.mean():.3f}, std {t.std():.3f}"
     want = ((x_t * 0.3 + 0.1 - x_0) ** 2 / t.clamp(min=0.05)[:, None, None] ** 2).mean()
     assert torch.allclose(loss, want, rtol=1e-4), \
-        "time_dist='uniform': loss = mean of ||x0_hat - x_0||^2 / max(t, 0.05)^2: expected " \
-        f"{want.item():.5f}, got {loss.item():.5f}"
+        f"time_dist='uniform': the loss is {VELOCITY}: expected {want.item():.5f}, got " \
+        f"{loss.item():.5f}"
 
 
 def test_flow_loss_draws_only_from_the_generator_it_is_given():

@@ -1,10 +1,11 @@
 """A4, dit.py: modulate, Block.__init__ and Block.forward (adaLN-Zero).
 
-The checks are about behaviour: a new block is the identity; every parameter that starts at
-zero still gets a gradient; once trained a little, the block mixes tokens through attention,
-listens to the condition, reads each branch's input through a layer norm, and passes the
-condition its gradient. One check is about names, the three that inside.py (A9) takes units
-out by: `attention`, `mlp` and `modulation`. Your answer also has to be what the other
+The checks are about behaviour: a new block is the identity, through its modulation's zero
+start; every parameter that starts at zero still gets a gradient; once trained a little, the
+block mixes tokens through attention, listens to the condition, gives each branch a shift, scale
+and gate of its own, reads each branch's input through a layer norm, and passes the condition
+its gradient. One check is about names, the three that inside.py (A9) takes units out by:
+`attention`, `mlp` and `modulation`. Your answer also has to be what the other
 generator files use: paste it into their blanked copies once these checks pass."""
 import pytest
 import torch
@@ -41,6 +42,20 @@ def test_a_new_block_is_the_identity():
     assert torch.allclose(out, x, atol=1e-6), \
         "adaLN-Zero: the gates start at zero, so a new block returns its input unchanged, " \
         "whatever c is"
+    modulation = getattr(block, "modulation", None)
+    assert isinstance(modulation, nn.Module), \
+        "a new block is the identity through block.modulation, the layer that gives the shifts, " \
+        "scales and gates: the block has none (see the check of the names)"
+    own = {id(p) for p in modulation.parameters()}
+    with torch.no_grad():                                  # every weight but the modulation's drawn
+        for p in block.parameters():
+            if id(p) not in own:
+                p.copy_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(16)))
+    assert torch.allclose(block(x, c), x, atol=1e-6), \
+        "adaLN-Zero: a new block is the identity because block.modulation starts with zero " \
+        "gates, not because its branches start at zero: with every weight but the modulation's " \
+        "drawn at random, a new block must still return its input (the branches start as any " \
+        "layer does)"
 
 
 def test_the_zero_initialised_modulation_still_gets_a_gradient():
@@ -89,6 +104,44 @@ def test_a_trained_block_mixes_tokens_and_listens_to_the_condition():
         "the condition c must change the output"
     assert torch.allclose(block(x[:1], c[:1]), out[:1], atol=1e-5), \
         "each image in the batch is computed on its own"
+
+
+def heard(block, x, c, silenced):
+    """Which of block.modulation's output features change the block's output while the branch
+    `silenced` (attention or mlp) returns zeros: (features,) bool, from their gradient."""
+    kept = {}
+
+    def keep(module, args, output):
+        output.retain_grad()
+        kept["output"] = output
+
+    def zero(module, args, output):
+        if isinstance(output, tuple):                           # nn.MultiheadAttention's
+            return (torch.zeros_like(output[0]), *output[1:])
+        return torch.zeros_like(output)
+
+    hooks = [block.modulation.register_forward_hook(keep),
+             getattr(block, silenced).register_forward_hook(zero)]
+    weights = torch.randn(x.shape, generator=torch.Generator().manual_seed(15))
+    (block(x, c) * weights).sum().backward()
+    for hook in hooks:
+        hook.remove()
+    block.zero_grad()
+    gradient = kept["output"].grad
+    return gradient.reshape(-1, gradient.shape[-1]).abs().sum(0) > 0
+
+
+def test_each_branch_has_its_own_shift_scale_and_gate():
+    torch.manual_seed(0)
+    block = trained(dit.Block(WIDTH, HEADS))
+    x, c = inputs(14)
+    mlp_alone = heard(block, x, c, "attention")             # the attention's output zeroed
+    attention_alone = heard(block, x, c, "mlp")
+    shared = int((mlp_alone & attention_alone).sum())
+    assert mlp_alone.any() and attention_alone.any() and not shared, \
+        "the attention and the MLP each get a shift, a scale and a gate of their own (six in " \
+        f"all, from block.modulation): {shared} of its {len(mlp_alone)} outputs change the " \
+        "block with either branch zeroed, so they serve both"
 
 
 def test_both_branches_read_the_stream_through_a_layer_norm():

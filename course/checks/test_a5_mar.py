@@ -2,7 +2,9 @@
 
 Convention (mar.py): x_t = sqrt(alpha_bar(t)) x_0 + sqrt(1 - alpha_bar(t)) eps, t in [0, 1],
 t = 0 clean. The stubs tag every hidden token, so the checks can tell which token each
-denoiser row belongs to, in whatever order you gathered and repeated them."""
+denoiser row belongs to, in whatever order you gathered and repeated them. Where alpha_bar is
+wrong (or not written yet), the checks of masked_loss and denoise put the reference schedule in
+its place, so a wrong alpha_bar fails its own check alone."""
 import math
 
 import pytest
@@ -18,6 +20,21 @@ def cosine(t):
     def f(u):
         return torch.cos(math.pi / 2 * (u + 0.008) / 1.008) ** 2
     return (f(t.double()) / f(torch.zeros_like(t).double())).clamp(min=1e-4)
+
+
+@pytest.fixture
+def schedule(monkeypatch):
+    """For the checks of the functions that call alpha_bar: the student's own where it is right,
+    else (wrong, or not written yet) the reference schedule in its place, in t's precision."""
+    t = torch.linspace(0, 1, 11)
+    try:
+        got = mar.alpha_bar(t)
+        right = got.shape == t.shape and torch.allclose(got.double(), cosine(t), rtol=1e-5,
+                                                        atol=1e-7)
+    except Exception:                                          # NotImplementedError, among others
+        right = False
+    if not right:
+        monkeypatch.setattr(mar, "alpha_bar", lambda t: cosine(t).to(t.dtype))
 
 
 def test_alpha_bar_is_the_cosine_schedule_from_clean_to_noise():
@@ -58,6 +75,7 @@ class TaggedMAR(torch.nn.Module):
         return self.w * x_t
 
 
+@pytest.mark.usefixtures("schedule")
 def test_masked_loss_noises_each_hidden_token_and_scores_the_predicted_noise():
     model = TaggedMAR()
     x = torch.rand(32, 64, 4, generator=torch.Generator().manual_seed(0)) * 2 - 1
@@ -119,6 +137,7 @@ class OracleHead(torch.nn.Module):
         return x_t * (1 - a).sqrt() / (a * self.s ** 2 + 1 - a)
 
 
+@pytest.mark.usefixtures("schedule")
 def test_denoise_lands_on_the_point_the_oracle_knows():
     x_0 = torch.rand(6, 5, generator=torch.Generator().manual_seed(2))
     model = OracleHead(x_0=x_0)
@@ -128,18 +147,24 @@ def test_denoise_lands_on_the_point_the_oracle_knows():
     assert len(model.times) == 25 and ends, \
         f"25 steps from t = 1 down to t = 1/25; got {len(model.times)} calls, t from " \
         f"{model.times[0]:.3f} to {model.times[-1]:.3f}"
+    scale = float((out * x_0).sum() / (x_0 * x_0).sum())           # out = scale x_0?
+    scaled = abs(scale - 1) > 1e-3 and torch.allclose(out, scale * x_0, atol=1e-4)
+    why = (f"; it returns x_0 times {scale:.4f}: is each step's x0_hat, from x_t and the "
+           "predicted noise, solved for x_0 in full (x_t = sqrt(a) x_0 + sqrt(1 - a) eps)?"
+           if scaled else " (each step's x0_hat from the predicted noise is exact here)")
     assert torch.allclose(out, x_0, atol=1e-3), \
-        "the last step has no noise: it must return x0_hat, here the true x_0"
+        f"the last step has no noise: it must return x0_hat, here the true x_0{why}"
 
 
+@pytest.mark.usefixtures("schedule")
 def test_denoise_samples_the_right_spread():
     model = OracleHead(s=0.5)
     out = mar.denoise(model, torch.zeros(4000, 8), 2, 300,                 # 300 fine steps
                       torch.Generator().manual_seed(4))
     assert abs(out.mean().item()) < 0.02 and abs(out.std().item() - 0.5) < 0.02, \
         f"with the exact noise prediction for data ~ N(0, 0.5^2), DDPM's posterior steps must " \
-        "give std 0.5; " \
-        f"got mean {out.mean():.3f}, std {out.std():.3f} (check the posterior mean and variance)"
+        f"give std 0.5; got mean {out.mean():.3f}, std {out.std():.3f} (check each step's " \
+        "estimate of x_0, then the posterior mean and variance)"
 
 
 # ------------------------------------------------- the loss trains every weight of the real network
@@ -171,6 +196,7 @@ def untrained(model, loss):
     return ", ".join(missing[:3]) + more
 
 
+@pytest.mark.usefixtures("schedule")
 def test_masked_loss_trains_every_weight_of_a_real_mar_backbone_and_head():
     """On mar.py's own network the loss's gradient reaches every weight, the transformer's as well
     as the diffusion head's: z carries it back from the head into the transformer."""

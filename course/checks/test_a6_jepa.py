@@ -16,13 +16,22 @@ pytestmark = pytest.mark.a6
 VOCAB, WIDTH, DEPTH, LAYERS = 12, 32, 3, [1, 2]
 
 
-def test_target_momentum_rises_from_its_start_to_one():
+def test_target_momentum_rises_linearly_from_its_start_to_one():
     assert jepa_maskgit.target_momentum(0, 1000, 0.996) == pytest.approx(0.996), \
         "at step 0 the momentum is the start value"
     assert jepa_maskgit.target_momentum(1000, 1000, 0.996) == pytest.approx(1.0), \
         "at the last step the momentum is 1"
     assert jepa_maskgit.target_momentum(500, 1000, 0.99) == pytest.approx(0.995), \
         "it rises linearly: halfway, 0.995"
+    for steps, start in ((1000, 0.996), (1000, 0.99), (40, 0.9)):      # along the whole line
+        for step in sorted({1, steps // 10, steps // 4, steps // 3, 2 * steps // 3,
+                            3 * steps // 4, steps - 1}):
+            got = jepa_maskgit.target_momentum(step, steps, start)
+            want = start + (1 - start) * step / steps
+            assert got == pytest.approx(want, rel=1e-6), \
+                f"it rises linearly from start to 1, at every step, not only at the ends and " \
+                f"midway: at step {step} of {steps} (start {start}) expected {want:.6f}, got " \
+                f"{float(got):.6f}"
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def test_discrete_gives_each_factor_its_own_class_in_every_composition():
     want = np.concatenate([bits[:, :1], data.CLASS_COLORS[bits[:, 1]],
                            data.SIZE_RANGES[bits[:, 2]].mean(1, keepdims=True)], 1)
     got = unscale(values)[:, :5].numpy()
-    wrong = sorted({code for code, row in zip(np.repeat(codes, 3), np.abs(got - want).max(1))
+    wrong = sorted({str(code) for code, row in zip(np.repeat(codes, 3), np.abs(got - want).max(1))
                     if row > 1e-4})
     assert not wrong, \
         "discrete: shape 0 or 1, the colour of the colour bit's class, the centre of the size " \

@@ -87,6 +87,7 @@ def test_leaving_the_ablation_puts_everything_back():
     latents = data.sample_latents([[0, 0, 0], [1, 1, 1]], np.random.default_rng(0))
     values, present = data.conditioning(latents, "continuous", train=False)
     means = {"block 0 head 1": torch.full((8,), 0.5), "block 1 head 3": torch.full((8,), -0.5),
+             "block 1 head 0": torch.full((8,), 0.3),              # two heads of one block
              "block 0 mlp": torch.full((32,), 0.25), "block 1 adaLN": torch.zeros(6 * 32)}
     before = {k: v.clone() for k, v in model.state_dict().items()}
     with torch.no_grad():
@@ -97,8 +98,12 @@ def test_leaving_the_ablation_puts_everything_back():
             assert not torch.allclose(ablated, intact, atol=1e-5), \
                 "inside the `with` block the chosen units must be out: the output must change"
             changed = [k for k in before if not torch.equal(before[k], model.state_dict()[k])]
+            shared = (" (heads 0 and 3 of block 1 share out_proj: put back in the reverse "
+                      "order of saving, or save each weight once)"
+                      if any("blocks.1.attention.out_proj" in k for k in changed) else "")
             assert not changed, \
-                f"leaving the `with` block must put back every weight; changed: {changed[:3]}"
+                f"leaving the `with` block must put back every weight; changed: " \
+                f"{changed[:3]}{shared}"
             assert torch.equal(model(x, t, values, present), intact), \
                 "after the `with` block the network must compute what it did before (every hook " \
                 "removed)"
@@ -110,6 +115,21 @@ def test_leaving_the_ablation_puts_everything_back():
         changed = [k for k in before if not torch.equal(before[k], model.state_dict()[k])]
         assert not changed and torch.equal(model(x, t, values, present), intact), \
             "an error inside the `with` block must still put everything back (try ... finally)"
+
+
+def near_the_boundary():
+    """Training data whose labels are a logistic function of x along one direction u (slope 2),
+    made symmetric (each x also as -x with the other label), so the fitted boundary is the plane
+    through 0; and 16 test points along u, the first 8 where the true logit is 0.1 to 0.4, the
+    last 8 where it is -0.1 to -0.4."""
+    generator = torch.Generator().manual_seed(5)
+    u = torch.randn(16, generator=generator)
+    u = u / u.norm()
+    x = torch.randn(2000, 16, generator=generator)
+    labels = (torch.rand(2000, generator=generator) < torch.sigmoid(2 * x @ u)).long()
+    along = torch.linspace(0.05, 0.2, 8)
+    near = torch.cat([along, -along])[:, None] * u
+    return torch.cat([x, -x]), torch.cat([labels, 1 - labels]), near
 
 
 def test_the_probe_reads_a_linear_code_and_not_noise():
@@ -131,6 +151,14 @@ def test_the_probe_reads_a_linear_code_and_not_noise():
         "standardise the test features with the training set's mean and spread (a test set of " \
         f"one class is read as well as a mixed one): expected >= 90% right, got " \
         f"{100 * accuracy:.0f}%"
+    # either side of the decision boundary: points with a true logit of +-0.1 to +-0.4
+    near_x, near_labels, near = near_the_boundary()
+    predicted = inside.linear_probe(near_x, near_labels, near)
+    right = (predicted == (torch.arange(len(near)) < len(near) // 2).long()).sum().item()
+    assert right == len(near), \
+        "the probe decides 1 where its logit is above 0 (a probability above 1/2): of 16 points " \
+        f"just either side of the boundary (logits of +-0.1 to +-0.4) it read {right} right; " \
+        "is the logit compared with something else?"
     noise = torch.randn(400, 16, generator=generator)
     predicted = inside.linear_probe(noise[:300], labels[:300], noise[300:])
     accuracy = (predicted == labels[300:]).float().mean().item()
