@@ -311,10 +311,10 @@ LEGIBLE = {
     "gain": (0.75, 1.3),       # the object's brightness against the renderer's
     "max_local": 2.1,          # misfit summed over any 3x3 window (holes, bites, morphs, spikes)
     "min_shape_margin": 0.38,  # 1 - (best fit's misfit / the best other shape's): not in between
-    "max_beyond": 0.9,         # pixels past the smallest or largest class size: size is ordinal,
-}                              # so a person calls a solid above size 7 "the big one"
+    "max_beyond": 1.2,         # pixels past the smallest or largest class size, a class step:
+}                              # size is ordinal, so a person calls a solid above 7 "the big one"
 MAX_BAD_PIXELS, BAD_PIXEL = 8, 0.25      # fidelity: the renderer's picture, within these
-FIT_SIZES = np.arange(3.0, 15.01, 0.2)   # half-heights the fits try: past max_beyond both ways
+FIT_SIZES = np.arange(2.0, 15.01, 0.2)   # half-heights the fits try: past max_beyond both ways
 FIT_CENTRES = 16 + np.arange(-2, 2.1, 0.5)
 _TEMPLATES = {}
 

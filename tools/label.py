@@ -5,9 +5,10 @@ them on, and the readings' agreement with the labels (results/readings/README.md
     python tools/label.py build shapes3d    # the label files -> tests/gallery_shapes3d.npz
     python tools/label.py agree shapes3d    # the readings against the labels, by reason
 
-The labels are text files, results/readings/labels/<world>/<pass>/*.txt, a line a sample ("17
-accept", "18 refuse size,patch"): a first and a second pass over every sample, and a third look
-where the two disagree; the label is the majority.
+The labels are text files, results/readings/labels/<world>/<labelling>/*.txt, a line a sample
+("17 accept", "18 refuse size,patch"): two labellings of every sample (first/, second/) by people
+who never see each other's, and a third look (third/) where those two disagree; the label is the
+majority.
 
 `draw` takes, from every committed run of the world (results/<world>/runs/), and for every group
 of every run family (a model at one seen count, its seeds together), as many samples the reading
@@ -173,6 +174,11 @@ def draw(name, per_sheet=None):
     np.savez_compressed(os.path.join(PENDING, f"{name}.npz"), images=found["images"][chosen],
                         factors=found["factors"][chosen], sources=found["sources"][chosen],
                         held_out=held_out)
+    keys = list(zip(found["families"], found["groups"]))
+    share = {k: found["composed"][[key == k for key in keys]].mean() for k in set(keys)}
+    np.savez_compressed(os.path.join(PENDING, f"{name}-design.npz"),          # kept from the
+                        drawn_composed=found["composed"][chosen],              # labeller's file
+                        stratum_share=np.array([share[keys[i]] for i in chosen], np.float32))
     sheets(name, per_sheet)
     print(f"{len(chosen)} samples of {name} from {len(set(found['sources']))} runs; sheets "
           f"{os.path.join(PENDING, name)}_*.png")
@@ -249,9 +255,12 @@ def build(name):
     gallery's own samples where the set is not drawn here: new runs change what draw picks."""
     drawn = os.path.join(PENDING, f"{name}.npz")
     pending = dict(np.load(drawn if os.path.exists(drawn) else GALLERIES[name]))
+    if os.path.exists(drawn):
+        pending.update(np.load(os.path.join(PENDING, f"{name}-design.npz")))
     count = len(pending["images"])
     labels, reasons, each = majority([read_pass(name, w) for w in PASSES], count)
-    gallery = {k: pending[k] for k in ("images", "factors", "sources", "held_out")}
+    gallery = {k: pending[k] for k in ("images", "factors", "sources", "held_out",
+                                       "drawn_composed", "stratum_share")}
     np.savez_compressed(GALLERIES[name], labels=labels, reasons=reasons, passes=each, **gallery)
     print(f"{count} labelled samples of {name} in {GALLERIES[name]}")
 
@@ -272,6 +281,38 @@ def agreement(name, path=None, part="held out"):
         kind = "person accepts" if accepted else f"person refuses: {reason.split(',')[0]}"
         kinds[kind] = kinds.get(kind, 0) + 1
     return float((composed == person).mean()), int(keep.sum()), kinds
+
+
+def estimates(name, path=None, groups=None):
+    """{(family, group): (people, reading, samples)}: the share of the family's samples of the
+    group that people accept, and that the reading composes, each estimated from the labelled
+    samples as the set was drawn: the share of each side of the drawing's verdict (stratum_share
+    composed) times the share accepted on that side."""
+    gallery = np.load(path or GALLERIES[name])
+    world = worlds.world(name)
+    group_of = {c: g for g, members in world.GROUPS.items() for c in members}
+    keys = np.array([f"{family(s)}|{group_of[world.bits_to_code(f)]}"
+                     for s, f in zip(gallery["sources"], gallery["factors"])])
+    composed = world.readings(gallery["images"].astype(np.float32) / 255,
+                              gallery["factors"])["composed"]
+    found = {}
+    for key in dict.fromkeys(keys):
+        fam, group = key.split("|")
+        if groups and group not in groups:
+            continue
+        mine = keys == key
+        share = float(gallery["stratum_share"][mine][0])
+
+        def weighted(verdicts):
+            total = 0.0
+            for side, weight in ((True, share), (False, 1 - share)):
+                picked = mine & (gallery["drawn_composed"] == side)
+                if weight > 0 and picked.any():
+                    total += weight * verdicts[picked].mean()
+            return total
+        found[(fam, group)] = (weighted(gallery["labels"] == 1), weighted(composed),
+                               int(mine.sum()))
+    return found
 
 
 def between_people(name, path=None):
@@ -299,6 +340,14 @@ def main(argv=None):
             print(f"  the readings agree with the {part} labels on {100 * share:.1f}% of {count}; "
                   "disagreements: " + (", ".join(f"{k} {v}" for k, v in sorted(
                       kinds.items(), key=lambda kv: -kv[1])) or "none"))
+        world = worlds.world(args.world)
+        novel = [g for g, codes in world.GROUPS.items()
+                 if set(codes) <= set(world.LEVEL1 + world.LEVEL2)]
+        print("  composed (%) of the novel groups, people against the reading, each estimated "
+              "from the same labelled samples:")
+        for (fam, group), (people, reading, count) in estimates(args.world, groups=novel).items():
+            print(f"    {fam:<16} {group:<12} people {100 * people:5.1f}  reading "
+                  f"{100 * reading:5.1f}  ({count} samples)")
 
 
 if __name__ == "__main__":
