@@ -38,7 +38,7 @@ DEFAULTS = dict(steps=2000, batch_size=64, lr=2e-3, lr_schedule="constant", warm
                 width=128, depth=4, heads=4, world="shapes2d", seen_count=None, data="fixed",
                 train_per_comp=5000, cond="continuous", cond_drop=0.1, eval_every=250,
                 samples_per_comp=32,
-                # DiT's tokens, noise levels and sampler (lr 2e-3: results/README.md, the recipe)
+                # DiT's tokens, noise levels and sampler (lr 2e-3: results/recipe/README.md)
                 tokenizer="pixels", time_dist="logit-normal", sample_steps=25)
 
 

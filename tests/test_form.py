@@ -15,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "*.py")))
 TEXTS = (["README.md", "results/README.md"]
+         + sorted(glob.glob("results/*/README.md", root_dir=ROOT))
          + sorted(glob.glob("course/**/*.md", root_dir=ROOT, recursive=True))
          + sorted(glob.glob("course/**/*.py", root_dir=ROOT, recursive=True))
          + sorted(glob.glob("course/*.toml", root_dir=ROOT))
@@ -37,9 +38,19 @@ def read(path):
         return f.read()
 
 
-def test_the_front_page_is_a_page_and_the_report_a_report():
+def test_the_front_page_is_a_page_and_the_report_an_index_of_pages():
+    """The front page is a page (150 lines); the report an index (80: the answer, a line a
+    question, how to read the numbers) of a page a question, results/<question>/README.md (200
+    each: one question's findings, beside its table, read in one sitting)."""
     assert len(read("README.md").splitlines()) <= 150
-    assert len(read("results/README.md").splitlines()) <= 500
+    assert len(read("results/README.md").splitlines()) <= 80
+    pages = glob.glob("results/*/README.md", root_dir=ROOT)
+    assert len(pages) >= 10
+    for page in pages:
+        assert len(read(page).splitlines()) <= 200, page
+    linked = set(re.findall(r"\]\(([\w.-]+)/README\.md\)", read("results/README.md")))
+    assert linked == {os.path.basename(os.path.dirname(p)) for p in pages}, (
+        "results/README.md links each page once from its summary or its reading notes")
 
 
 @pytest.mark.parametrize("path", [f"{m}.py" for m in MODULES]

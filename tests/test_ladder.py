@@ -127,7 +127,7 @@ def test_the_ladder_is_a_diff_neighbours_differ_by_little_more_than_objective_he
         assert n <= LIMITS[pair], f"diff {' '.join(pair)} changes {n} lines, over {LIMITS[pair]}"
 
 
-ALLOWED = {("dit.py", "lr"): 2e-3}     # DiT's own rate, from the recipe study (results/README.md)
+ALLOWED = {("dit.py", "lr"): 2e-3}     # DiT's own rate, from results/recipe/README.md
 RECIPE = ("steps", "batch_size", "lr", "lr_schedule", "warm_up_steps", "weight_decay", "ema_decay",
           "adamw_betas", "clip_norm", "width", "depth", "heads", "world", "seen_count", "data",
           "train_per_comp", "cond", "cond_drop", "eval_every", "samples_per_comp")

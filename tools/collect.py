@@ -35,8 +35,9 @@ import runs
 import worlds
 
 READINGS = (("composed", "acc"), ("fidelity", "fidelity"), ("probe", "probe_acc"))
-# The long-budget recipe the DiT controls chose (results/README.md): the rate decayed to 0 over the
-# run. A run of results/long-runs trained with it is on the time course; the rest are controls.
+# The long-budget recipe the DiT controls chose (results/long-runs/README.md): the rate decayed to
+# 0 over the run. A run of results/long-runs trained with it is on the time course; the rest are
+# controls.
 LONG_RECIPE, LONG = {"lr_schedule": "cosine"}, 10000       # the recipe, from this many steps
 COURSE = (("level2", "level-2 composed (%)"), ("probe_111", "111 on the study's probe (%)"))
 LADDER = runs.MODELS                                                # rows in this order
