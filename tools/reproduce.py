@@ -57,9 +57,9 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                     for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # its recipe
                  **{f"{name}-seen{n}": (f"{name}.py", ["--world", "shapes3d", "--lr-schedule",
                                                        "cosine", "--seen-count", str(n)])
-                    for name in ("maskgit", "dit") for n in SEEN_COUNTS[:-1]},    # diversity
-                 "dit-seen34": ("dit.py", ["--world", "shapes3d", "--lr-schedule", "cosine",
-                                           "--seen-count", "34"])},  # where DiT's level-2 rises
+                    for name, counts in (("maskgit", SEEN_COUNTS[:-1]), ("dit", SEEN_COUNTS[:-1]),
+                                         ("mar", SEEN_COUNTS[:4]))       # diversity: MAR to 48
+                    for n in counts}},
     "clips": {name: (f"{name}.py", ["--world", "clips", "--lr-schedule", "cosine"])
               for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # the same recipe
     "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
