@@ -245,15 +245,19 @@ def centred_pixels(images):
     return torch.stack(shifted).flatten(1)                              # (N, H*W*3)
 
 
-def train_reader(n_per_code=1000, seed=probe.PROBE_SEED):
+READER_RECIPE = dict(n_per_code=1000, noise=0.05, lr=1e-2, weight_decay=1e-4, steps=300)
+
+
+def train_reader(n_per_code=READER_RECIPE["n_per_code"], seed=probe.PROBE_SEED):
     """The factor reader: full-batch Adam, 300 steps, on the probe's training images, half of them
     with pixel noise so that it does not lean on faint pixels."""
     images, targets, reader = probe.start_training(centred_pixels, n_per_code, seed)
-    noise = np.random.default_rng(seed).normal(0, 0.05, images.shape).astype(np.float32)
+    noise = np.random.default_rng(seed).normal(0, READER_RECIPE["noise"], images.shape)
     every_other = (np.arange(len(images)) % 2)[:, None, None, None]
-    inputs = centred_pixels(np.clip(images + noise * every_other, 0, 1))
-    optimizer = torch.optim.Adam(reader.parameters(), lr=1e-2, weight_decay=1e-4)
-    for _ in range(300):
+    inputs = centred_pixels(np.clip(images + noise.astype(np.float32) * every_other, 0, 1))
+    optimizer = torch.optim.Adam(reader.parameters(), lr=READER_RECIPE["lr"],
+                                 weight_decay=READER_RECIPE["weight_decay"])
+    for _ in range(READER_RECIPE["steps"]):
         optimizer.zero_grad()
         probe.factor_loss(reader, inputs, targets).backward()
         optimizer.step()
@@ -262,7 +266,8 @@ def train_reader(n_per_code=1000, seed=probe.PROBE_SEED):
 
 def load_reader():
     """The factor reader, trained once and cached."""
-    return probe.cached("probe", centred_pixels, train_reader)
+    return probe.cached("probe", centred_pixels, train_reader,
+                        recipe=sorted(READER_RECIPE.items()))
 
 
 # ---------------------------------------------------------------------- the three readings

@@ -16,6 +16,7 @@ import data
 import worlds
 
 PROBE_SEED = 12345         # the real images a probe trains on, and its initial weights
+RECIPE = dict(lr=1e-3, epochs=200, batch_size=128)      # the study's: Adam, shuffled batches
 HELD_OUT_SEED = 54321      # real images no probe and no generator trains on
 
 
@@ -76,19 +77,20 @@ def train_probe(n_per_code=None, seed=PROBE_SEED, world=data):
     n_per_code = n_per_code or world.PROBE_PER_CODE
     images, targets, probe = start_training(raw_pixels, n_per_code, seed, world)
     inputs, shuffle = raw_pixels(images), torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(probe.parameters(), lr=1e-3)
-    for _ in range(200):
-        for batch in torch.randperm(len(inputs), generator=shuffle).split(128):
+    optimizer = torch.optim.Adam(probe.parameters(), lr=RECIPE["lr"])
+    for _ in range(RECIPE["epochs"]):
+        for batch in torch.randperm(len(inputs), generator=shuffle).split(RECIPE["batch_size"]):
             optimizer.zero_grad()
             factor_loss(probe, inputs[batch], targets[batch]).backward()
             optimizer.step()
     return probe
 
 
-def cached(name, read, train, world=data):
+def cached(name, read, train, world=data, recipe=()):
     """A probe on the feature map `read`, trained once by train() and cached under .cache/ as
-    `name` (the file's key changes with the world, its definition and PROBE_PER_CODE)."""
-    path = data.cache_path(name, (world.PROBE_PER_CODE,), world)
+    `name`. The file's key changes with all that decides its weights: the world and its
+    definition, PROBE_PER_CODE, PROBE_SEED and the training's recipe (its settings, sorted)."""
+    path = data.cache_path(name, (world.PROBE_PER_CODE, PROBE_SEED, tuple(recipe)), world)
     probe = LinearProbe(read, classes=classes_of(world))
     if os.path.exists(path):
         probe.load_state_dict(torch.load(path, weights_only=True))
@@ -100,7 +102,8 @@ def cached(name, read, train, world=data):
 
 def load_probe(world=data):
     """The study's probe of the world, trained once and cached."""
-    return cached("probe-study", raw_pixels, lambda: train_probe(world=world), world)
+    return cached("probe-study", raw_pixels, lambda: train_probe(world=world), world,
+                  sorted(RECIPE.items()))
 
 
 def probe_accuracy(probe_factors):

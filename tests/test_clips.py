@@ -273,3 +273,480 @@ def test_the_judge_reads_clips_with_the_worlds_readings_and_the_probe(monkeypatc
     assert metrics["seen"] == 1.0 and metrics["level1"] == 1.0 and np.isnan(metrics["level2"])
     assert set(metrics["cra"]["hit1"]) == set(W.COMPOSITIONS)
     assert set(metrics["probe_acc"]) == set(W.COMPOSITIONS)
+
+
+# ------------------------------------------------------------- the renderer, as the module says
+SKY_, HUE_ = np.array([0.50, 0.66, 0.88]), np.array([1.0, 0.94, 0.82])   # the module's colours
+
+
+def _clip(night, vanish, depth, gain=1.0):
+    """One clip (1, 32, 32, 3) drawn frame by frame: its time, its four vanishing points, stripe
+    depths and gains (one for all four frames, or one a frame)."""
+    frames = W.draw_frames(np.full(4, night), np.asarray(vanish, np.float32),
+                           np.asarray(depth, np.float32))
+    gain = np.broadcast_to(np.asarray(gain, np.float32), (4,))
+    return W.mosaic(frames[None] * gain[None, :, None, None, None])
+
+
+def _middle(cover, near, start=0):
+    """The middle of a drawn band from its anti-aliased coverage (..., L) along the last axis (its
+    pixel i spans start + i to start + i + 1): half its width past the integer edge k = round(near)
+    less the coverage before k. Exact wherever the band straddles k, so, with near the band's
+    true middle and a band over a pixel wide, a band drawn elsewhere reads elsewhere."""
+    k = np.round(near).astype(int)
+    before = np.array([c[:e - start].sum() for c, e in zip(cover.reshape(-1, cover.shape[-1]),
+                                                             np.broadcast_to(k, cover.shape[:-1])
+                                                             .ravel())]).reshape(cover.shape[:-1])
+    return k + cover.sum(-1) / 2 - before
+
+
+def test_the_sky_fills_4_rows_and_the_road_narrows_from_the_bottom_to_the_vanishing_point():
+    """With the stripe out of sight (depth -1), rows 0-3 are the sky's colour and nothing else,
+    and each row below, at depth z = (y - 4) / 12 of its centre y, holds road of width 1 + 9 z
+    (half-width 0.5 + 4.5 z) centred on x0 + (8 - x0) z: at the vanishing point x0 on the
+    horizon, in the middle at the bottom. The road's share of a pixel is read from the red
+    channel (ground 0.70, road 0.30), by day and at night (0.3 of both) alike."""
+    vanish = np.array([5.3, 8.0, 10.7], np.float32)
+    z = (np.arange(4, 16) + 0.5 - 4) / 12
+    for night, light in ((0, 1.0), (1, 0.3)):
+        frames = W.draw_frames(np.full(3, night), vanish, np.full(3, -1.0))
+        assert np.allclose(frames[:, :4], light * SKY_, atol=1e-6), night
+        road = (light * 0.70 - frames[:, 4:, :, 0]) / (light * (0.70 - 0.30))      # (3, 12, 16)
+        assert road.min() > -1e-5 and road.max() < 1 + 1e-5
+        assert np.allclose(road.sum(-1), 1 + 9 * z, atol=1e-4), night
+        centre = vanish[:, None] + (8 - vanish[:, None]) * z
+        assert np.allclose(_middle(road, centre), centre, atol=1e-4), night
+
+
+def test_the_stripe_comes_nearer_lower_and_thicker_as_its_depth_grows():
+    """The stripe at depth d lies across the road at row 4 + 12 d (0 the horizon, 1 the bottom)
+    and is 0.4 + 1.6 d rows thick: read in column 8, road from top to bottom when the vanishing
+    point is at 8.5, from the red channel between the road's 0.30 and the paint's 0.88 (at night
+    the road's 0.3 x 0.30 and the paint's 0.75 x 0.88)."""
+    depth = np.array([0.25, 0.4, 0.55, 0.7], np.float32)
+    for night, road, paint in ((0, 0.30, 0.88), (1, 0.3 * 0.30, 0.75 * 0.88)):
+        frames = W.draw_frames(np.full(4, night), np.full(4, 8.5), depth)
+        stripe = (frames[:, 4:, 8, 0] - road) / (paint - road)                       # (4, 12)
+        assert stripe.min() > -1e-5 and stripe.max() < 1 + 1e-5
+        assert np.allclose(stripe.sum(1), 0.4 + 1.6 * depth, atol=1e-4), night
+        assert np.allclose(_middle(stripe, 4 + 12 * depth, 4), 4 + 12 * depth, atol=1e-4), night
+
+
+def test_night_is_0_3_of_the_days_light_but_the_stripes_paint_0_75():
+    """Without the stripe a night frame is the day's times 0.3, sky, ground and road; the stripe's
+    paint, where it covers a pixel whole (row 12 of column 8 at depth 0.7), is 0.88 x the hue by
+    day and 0.75 of that at night."""
+    vanish = np.array([6.0, 8.5, 11.0], np.float32)
+    day, night = (W.draw_frames(np.full(3, t), vanish, np.full(3, -1.0)) for t in (0, 1))
+    assert np.allclose(night, 0.3 * day, atol=1e-6)
+    day, night = (W.draw_frames(np.full(3, t), vanish, np.full(3, 0.7)) for t in (0, 1))
+    assert np.allclose(day[1, 12, 8], 0.88 * HUE_, atol=1e-6)
+    assert np.allclose(night[1, 12, 8], 0.75 * 0.88 * HUE_, atol=1e-6)
+    assert np.allclose(night[:, :4], 0.3 * SKY_, atol=1e-6)
+    assert np.allclose(night[:, 12, 0], 0.3 * 0.70 * HUE_, atol=1e-6)      # ground beside the road
+
+
+def test_a_sub_pixel_move_of_the_vanishing_point_or_of_the_stripe_changes_the_picture():
+    """Every edge is anti-aliased: a tenth of a pixel's move of the vanishing point, or a
+    hundredth of the stripe's depth (an eighth of a row), changes the frame."""
+    frames = W.draw_frames(np.zeros(3), np.array([8.0, 8.1, 8.0]), np.array([0.3, 0.3, 0.31]))
+    assert np.abs(frames[1] - frames[0]).max() > 0.02                          # the road's edges
+    assert np.abs(frames[2] - frames[0]).max() > 0.02                          # the stripe's
+
+
+def test_render_draws_frame_t_at_x0_plus_lateral_t_and_depth_d0_plus_speed_t_times_the_gain():
+    """Each clip's frame t (0-3) is draw_frames at the clip's time, vanishing point x0 + lateral
+    t and stripe depth d0 + speed t, every frame times the clip's gain; the clips' times mixed,
+    so that each frame takes its own clip's."""
+    bits = np.array([[1, 0], [0, 2], [1, 1], [0, 0], [0, 1], [1, 2]])
+    latents = W.sample_latents(bits, np.random.default_rng(7))
+    frames = np.stack([[W.draw_frames([time], [x0 + lateral * t], [d0 + speed * t])[0] * gain
+                        for t in range(4)]
+                       for time, gain, lateral, x0, speed, d0 in latents.astype(np.float64)])
+    assert np.allclose(W.render(latents), W.mosaic(frames), atol=1e-5)
+
+
+def test_render_past_one_chunk_of_2048_clips_is_each_clip_rendered_alone():
+    """render draws 2,048 clips at a time: 2,050 clips, two chunks, are the clips one by one."""
+    latents = W.sample_latents(W.requests(342)[:2050], np.random.default_rng(9))
+    images = W.render(latents)
+    alone = np.concatenate([W.render(one[None]) for one in latents])
+    assert images.shape == (2050, 32, 32, 3) and np.array_equal(images, alone)
+
+
+def test_sample_latents_draws_each_latent_over_its_whole_range_for_its_class():
+    """As the module's table says: the asked time; the gain 0.9-1.1; the lateral speed -1.7 to
+    -1.2 (left), -0.12 to 0.12 (straight), 1.2 to 1.7 (right); the first vanishing point 7.5-8.5;
+    the forward speed 0.13-0.17; the first depth 0.20-0.30; 300 clips a class fill each range to
+    within 2% of both its ends."""
+    bits = W.requests(300)
+    latents = W.sample_latents(bits, np.random.default_rng(3))
+    assert latents.shape == (1800, 6) and latents.dtype == np.float32
+    assert np.array_equal(latents[:, 0], bits[:, 0])
+
+    def fills(values, low, high):
+        margin = 0.02 * (high - low)
+        return (low - 1e-6 <= values.min() < low + margin
+                and high - margin < values.max() <= high + 1e-6)
+    for column, (low, high) in {1: (0.9, 1.1), 3: (7.5, 8.5), 4: (0.13, 0.17),
+                                5: (0.20, 0.30)}.items():
+        assert fills(latents[:, column], low, high), column
+    for direction, (low, high) in enumerate(((-1.7, -1.2), (-0.12, 0.12), (1.2, 1.7))):
+        assert fills(latents[bits[:, 1] == direction, 2], low, high), direction
+
+
+def test_requests_names_and_splits_each_code_in_order():
+    """requests(n): n of each class, in COMPOSITIONS' order; describe names each of the six; a
+    code that is none of them is refused by split_of and describe."""
+    assert W.requests(2).tolist() == [[0, 0], [0, 0], [0, 1], [0, 1], [0, 2], [0, 2],
+                                      [1, 0], [1, 0], [1, 1], [1, 1], [1, 2], [1, 2]]
+    assert [W.describe(c) for c in W.COMPOSITIONS] == [
+        "day-left", "day-straight", "day-right", "night-left", "night-straight", "night-right"]
+    for refused in (W.split_of, W.describe):
+        with pytest.raises(ValueError, match="'20'"):
+            refused("20")
+
+
+def test_make_dataset_draws_n_of_each_asked_class_rendered_from_its_latents():
+    """n clips of each asked class, each its latents' class and render; training_set the seen
+    classes alone."""
+    images, bits, latents = W.make_dataset(("02", "10"), 5, seed=2)
+    assert sorted(W.bits_to_code(b) for b in bits) == ["02"] * 5 + ["10"] * 5
+    assert np.array_equal(W.class_bits(latents).numpy(), bits)
+    assert np.array_equal(images, W.render(latents))
+    _, seen, _ = W.training_set(3, seed=1)
+    assert sorted(W.bits_to_code(b) for b in seen) == sorted(list(W.SEEN) * 3)
+
+
+# -------------------------------------------------------------------------- the conditioning
+# a clip of each class in COMPOSITIONS' order, at chosen latents, and their condition by hand:
+# (time - 0.5) / 0.5, (gain - 1) / 0.1, lateral / 1.45, (x0 - 8) / 0.5, (speed - 0.15) / 0.02,
+# (depth - 0.25) / 0.05
+SIX_LATENTS = np.array([[0, 1.05, -1.45, 8.25, 0.16, 0.20], [0, 0.95, 0.0, 7.75, 0.14, 0.30],
+                        [0, 1.10, 1.7, 8.5, 0.17, 0.25], [1, 0.90, -1.2, 7.5, 0.13, 0.225],
+                        [1, 1.0, 0.1, 8.0, 0.15, 0.275], [1, 1.02, 1.2, 8.1, 0.155, 0.21]],
+                       np.float32)
+SIX_CONDITIONS = np.array([[-1, 0.5, -1, 0.5, 0.5, -1], [-1, -0.5, 0, -0.5, -0.5, 1],
+                           [-1, 1, 1.7 / 1.45, 1, 1, 0], [1, -1, -1.2 / 1.45, -1, -1, -0.5],
+                           [1, 0, 0.1 / 1.45, 0, 0, 0.5], [1, 0.2, 1.2 / 1.45, 0.2, 0.25, -0.8]])
+
+
+def test_the_condition_of_each_class_in_each_mode_is_its_latents_or_its_class():
+    """continuous: the latents, centred and scaled as the table above; discrete (and
+    discrete-dropout): the time, the middle gain (0) and the class's middle lateral speed (-1.45,
+    0, 1.45: -1, 0, 1 scaled), the motion still in the values but marked absent; the dropout
+    modes at evaluation hide nothing more. The caller's latents, an array or a tensor, are left
+    as they were."""
+    values, present = W.conditioning(SIX_LATENTS, "continuous")
+    assert np.allclose(values.numpy(), SIX_CONDITIONS, atol=1e-5) and present.all()
+    assert np.allclose(W.conditioning(SIX_LATENTS, "dropout", 0.5, train=False)[0].numpy(),
+                       SIX_CONDITIONS, atol=1e-5)
+    assert W.conditioning(SIX_LATENTS, "dropout", 0.5, train=False)[1].all()
+    discrete = SIX_CONDITIONS.copy()
+    discrete[:, 1], discrete[:, 2] = 0, [-1, 0, 1, -1, 0, 1]
+    for mode in ("discrete", "discrete-dropout"):
+        for latents in (SIX_LATENTS.copy(), torch.as_tensor(SIX_LATENTS).clone()):
+            values, present = W.conditioning(latents, mode, 0.5, train=False)
+            assert np.allclose(values.numpy(), discrete, atol=1e-5), mode
+            assert present.tolist() == [[True, True, False]] * 6, mode
+            assert np.array_equal(np.asarray(latents), SIX_LATENTS), mode
+
+
+def test_dropout_hides_the_time_and_the_direction_each_with_its_own_draw_from_the_rng():
+    """In training each clip's time and direction are hidden where the run's generator draws
+    below drop_prob, one draw each (B, 2): so each is hidden 30% of the time and both 9%; the
+    values stay as the mode gives them, the motion present (dropout) or not (discrete-dropout)."""
+    latents = np.tile(SIX_LATENTS, (700, 1))                                     # 4,200 clips
+    drawn = torch.rand(len(latents), 2, generator=torch.Generator().manual_seed(5)) < 0.3
+    for mode, motion in (("dropout", True), ("discrete-dropout", False)):
+        values, present = W.conditioning(latents, mode, 0.3, torch.Generator().manual_seed(5))
+        assert torch.equal(present[:, :2], ~drawn), mode
+        assert (present[:, 2] == motion).all(), mode
+        assert torch.equal(values, W.conditioning(latents, mode.replace("-dropout", "")
+                                                  .replace("dropout", "continuous"))[0]), mode
+    hidden = (~present[:, :2]).float()
+    assert abs(hidden[:, 0].mean() - 0.3) < 0.03 and abs(hidden[:, 1].mean() - 0.3) < 0.03
+    assert abs(hidden.prod(1).mean() - 0.09) < 0.02
+
+
+def test_class_bits_turns_just_beyond_0_6_px_a_frame_either_way():
+    """Lateral speeds 0.01 px inside and outside +-0.6 read straight and turned; the time is the
+    latent's, rounded."""
+    latents = torch.zeros(7, 6)
+    latents[:, 0] = torch.tensor([0, 1, 0, 1, 0, 1, 0])
+    latents[:, 2] = torch.tensor([-0.61, -0.59, 0.59, 0.61, -1.7, 1.7, 0.0])
+    assert W.class_bits(latents).tolist() == [[0, 0], [1, 1], [0, 1], [1, 2], [0, 0], [1, 2],
+                                              [0, 1]]
+
+
+# --------------------------------------------------------------- the readings, at each edge
+ON_GRID = [0.24, 0.32, 0.40, 0.48]          # stripe depths on the fit's grid, 0.08 a frame
+
+
+def test_the_fit_reads_the_renderers_own_frames_exactly():
+    """Frames drawn at points of the fit's grid, at gains 0.8 and 1.2, by day and at night: the
+    vanishing points (to 0.01 px: the misfit is a parabola only near its least), depths and gains
+    read back as drawn, with no patch and no bad pixel."""
+    vanish = [3.0, 5.5, 8.25, 12.0]
+    for night in (0, 1):
+        for gain in (0.8, 1.2):
+            read = W.read_clips(_clip(night, vanish, ON_GRID, gain))
+            assert np.allclose(read["vanish"], [vanish], atol=0.01), (night, gain)
+            assert np.allclose(read["depth"], [ON_GRID], atol=1e-4), (night, gain)
+            assert np.allclose(read["gain"], gain, atol=1e-4), (night, gain)
+            assert read["patch"].max() < 1e-3 and read["bad"].tolist() == [0], (night, gain)
+            assert (read["night"] == night).all() and read["bits"].tolist() == [[night, 2]]
+
+
+def test_a_frame_is_day_above_a_mean_brightness_of_0_35_and_night_below():
+    """Day frames dimmed, and night frames brightened, to means 0.36 and 0.34 read day and
+    night."""
+    for night in (0, 1):
+        frames = W.draw_frames(np.full(4, night), np.full(4, 8.0), np.array(ON_GRID))
+        means = frames.reshape(4, -1).mean(1)
+        gain = np.array([0.36, 0.34, 0.34, 0.36]) / means
+        read = W.read_clips(W.mosaic(frames[None] * gain[None, :, None, None, None]))
+        assert read["night"].tolist() == [[False, True, True, False]], night
+
+
+def test_lit_as_drawn_holds_each_frames_gain_within_0_75_to_1_25_and_within_0_12_of_the_others():
+    """Clips whose four frames are at gains just inside and just outside the range, one frame
+    outside, and one frame (any of them) 0.11 and 0.13 from the others, by day and at night."""
+    cases = [((0.76,) * 4, True), ((0.74,) * 4, False), ((1.24,) * 4, True), ((1.26,) * 4, False),
+             ((0.8, 0.8, 0.74, 0.8), False), ((1.2, 1.2, 1.26, 1.2), False),
+             ((1.0, 1.0, 1.11, 1.0), True), ((1.0, 1.0, 1.13, 1.0), False),
+             ((0.9, 1.01, 0.9, 0.9), True), ((0.9, 1.03, 0.9, 0.9), False),
+             ((1.01, 0.9, 0.9, 0.9), True), ((1.03, 0.9, 0.9, 0.9), False)]
+    for night in (0, 1):
+        images = np.concatenate([_clip(night, [8.0, 9.5, 11.0, 12.5], ON_GRID, gain)
+                                 for gain, _ in cases])
+        read = W.read_clips(images)
+        assert np.allclose(read["gain"], [gain for gain, _ in cases], atol=1e-4)
+        assert W.checks(read)["lit as drawn"].tolist() == [ok for _, ok in cases], night
+
+
+def test_no_patch_holds_each_4x4_tokens_mean_misfit_within_0_2_of_the_frames_light():
+    """One 4x4 token of the ground lighter or darker than the renderer's by a share of the
+    frame's light: its patch (what the fit leaves of it, a little less than the share) just
+    under 0.2 passes, just over does not, by day and at night; the clip's other tokens fit."""
+    for night, light in ((0, 1.0), (1, 0.3)):
+        for share, low, high, ok in ((0.21, 0.18, 0.2, True), (0.235, 0.2, 0.22, False),
+                                     (-0.2, 0.18, 0.2, True), (-0.225, 0.2, 0.22, False)):
+            frames = W.frames_of(_clip(night, [8.0, 9.5, 11.0, 12.5], ON_GRID)).copy()
+            frames[0, 1, 12:16, 0:4] += share * light
+            read = W.read_clips(W.mosaic(frames))
+            assert low < read["patch"][0, 1] < high and read["patch"][0, [0, 2, 3]].max() < 1e-3
+            assert W.checks(read)["no patch"].tolist() == [ok], (night, share)
+
+
+def test_the_time_read_is_the_commonest_of_the_frames_and_the_direction_the_mean_steps():
+    """Three frames of four decide the time, whichever the odd one; the direction is the mean
+    step's beyond +-0.6 px a frame (0.55 straight, 0.65 a bend), not the first step's or the
+    last's."""
+    frames = {t: W.frames_of(_clip(t, [8.0, 9.5, 11.0, 12.5], ON_GRID))[0] for t in (0, 1)}
+    times = [(0, 1, 1, 1), (1, 0, 0, 0), (1, 1, 1, 0), (0, 0, 0, 1)]
+    images = W.mosaic(np.stack([[frames[t][k] for k, t in enumerate(each)] for each in times]))
+    assert W.read_clips(images)["bits"][:, 0].tolist() == [1, 0, 1, 0]
+    steps = [(0.55,) * 3, (0.65,) * 3, (-0.55,) * 3, (-0.65,) * 3, (-0.9, 0.3, 3.0),
+             (1.6, 1.6, -1.0), (-1.6, -1.6, 1.0), (0.9, -0.3, -3.0)]
+    for night in (0, 1):
+        images = np.concatenate([_clip(night, 7.0 + np.cumsum([0, *s]), ON_GRID) for s in steps])
+        read = W.read_clips(images)
+        assert read["bits"][:, 1].tolist() == [1, 2, 1, 0, 2, 2, 0, 0], night
+        assert W.legible(read)[:4].all(), night
+
+
+def test_one_bend_holds_each_step_of_a_bend_its_way_by_0_4_and_of_a_straight_road_within_0_75():
+    """A bend's three steps each at least 0.4 px its way (0.45 passes, 0.35 or a step back does
+    not), left and right; a straight road's each within +-0.75 (0.7 passes, 0.8 either way does
+    not), by day and at night."""
+    cases = [((1.5, 1.5, 0.45), True), ((1.5, 1.5, 0.35), False), ((0.45, 1.5, 1.5), True),
+             ((-1.5, -1.5, -0.45), True), ((-1.5, -1.5, -0.35), False),
+             ((-1.5, -1.5, 0.5), False), ((1.5, 1.5, -0.5), False),
+             ((0.7, -0.7, 0.7), True), ((-0.7, 0.7, -0.7), True), ((0.8, -0.8, 0.8), False),
+             ((-0.8, 0.4, -0.1), False), ((0.8, -0.4, 0.1), False)]
+    for night in (0, 1):
+        images = np.concatenate([_clip(night, 8.0 + np.cumsum([0, *s]) - 1.5 * np.sign(sum(s)),
+                                       ON_GRID) for s, _ in cases])
+        read = W.read_clips(images)
+        assert W.checks(read)["one bend"].tolist() == [ok for _, ok in cases], night
+
+
+def test_nearing_holds_each_step_of_the_stripe_within_0_06_to_0_3_and_within_0_12_of_the_others():
+    """The stripe's depth gained a frame: 0.08 a frame passes, 0.04 (in any step) or backwards
+    does not; a step of 0.28 passes, 0.32 does not; steps 0.10 apart pass, 0.14 apart do not
+    (depths on the fit's grid, read exactly), by day and at night."""
+    cases = [((0.24, 0.32, 0.40, 0.48), True), ((0.24, 0.28, 0.32, 0.36), False),
+             ((0.48, 0.40, 0.32, 0.24), False), ((0.24, 0.32, 0.36, 0.44), False),
+             ((0.12, 0.40, 0.62, 0.84), True),
+             ((0.12, 0.44, 0.66, 0.88), False), ((0.20, 0.28, 0.46, 0.54), True),
+             ((0.20, 0.28, 0.50, 0.58), False)]
+    for night in (0, 1):
+        read = W.read_clips(np.concatenate([_clip(night, [8.0, 9.5, 11.0, 12.5], depth)
+                                            for depth, _ in cases]))
+        assert np.allclose(read["depth"], [depth for depth, _ in cases], atol=1e-4)
+        assert W.checks(read)["nearing"].tolist() == [ok for _, ok in cases], night
+
+
+def test_precise_is_composed_with_at_most_8_pixels_off_by_more_than_0_25():
+    """A right bend read exactly, with pixels of the ground off in one channel: 8 off by 0.27 is
+    precise, 9 is not; 9 off by 0.23 are no bad pixel; a clip read as another class than asked is
+    not precise however few its bad pixels."""
+    clean = W.frames_of(_clip(0, [8.0, 9.5, 11.0, 12.5], ON_GRID))[0]
+    places = [(k, 13 + (i % 3), 1 + 2 * (i // 3)) for i in range(3) for k in range(4)]   # ground
+
+    def off(count, by):
+        frames = clean.copy()
+        for k, row, column in places[:count]:
+            frames[k, row, column, 0] += by
+        return W.mosaic(frames[None])
+    images = np.concatenate([off(8, 0.27), off(9, 0.27), off(9, 0.23), off(9, -0.27), off(0, 0)])
+    asked = [[0, 2]] * 4 + [[0, 1]]
+    judged = W.readings(images, asked)
+    assert W.read_clips(images)["bad"].tolist() == [8, 9, 0, 9, 0]
+    assert judged["composed"].tolist() == [True] * 4 + [False] and judged["legible"].all()
+    assert judged["precise"].tolist() == [True, False, True, False, False]
+
+
+def test_refined_vanish_step_is_the_parabolas_vertex_within_half_a_grid_step():
+    """Misfits of a best template and of its neighbours in vanishing point (the same depth, a
+    depth-row of the grid apart), all others 10: the vertex of the parabola through them, in
+    pixels (a grid step 0.25 px), held within half a step; none where the misfit bends down or is
+    flat, nor at either end of the grid."""
+    stride, last = len(W.DEPTH_GRID), len(W.VANISH_GRID) - 1
+    cases = [(20, (1.69, 0.09, 0.49), 0.3 * 0.25), (20, (0.64, 0.04, 1.44), -0.2 * 0.25),
+             (20, (3.24, 0.64, 0.04), 0.125), (20, (0.04, 0.64, 3.24), -0.125),
+             (20, (0.0, 1.0, 0.5), 0.0), (20, (0.5, 0.5, 0.5), 0.0),
+             (0, (1.69, 0.09, 0.49), 0.0), (last, (1.69, 0.09, 0.49), 0.0)]
+    error = torch.full((len(cases), len(W.VANISH_GRID) * stride), 10.0)
+    best = torch.tensor([index * stride + 7 for index, _, _ in cases])
+    for i, (index, (below, at, above), _) in enumerate(cases):
+        for step, value in ((-1, below), (0, at), (1, above)):
+            error[i, (best[i] + step * stride) % error.shape[1]] = value
+    shift = W.refined_vanish_step(error, best)
+    assert np.allclose(shift, [want for _, _, want in cases], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------ CRA
+def test_retrieval_searches_held_out_per_code_real_clips_of_every_class_from_the_reference_seed(
+        monkeypatch):
+    """Clips between the classes (any lateral speed from -1.7 to 1.7 px a frame, either time):
+    each retrieves the class of its nearest clip, by a direct search, among HELD_OUT_PER_CODE (3)
+    real clips of each of the six classes drawn from REFERENCE_SEED; a reference of another size
+    searched before (2 a class) is not this one."""
+    monkeypatch.setattr(W, "_REFERENCE", {})
+    rng = np.random.default_rng(11)
+    latents = W.sample_latents(rng.integers(0, 2, (40, 2)), rng)
+    latents[:, 2] = rng.uniform(-1.7, 1.7, 40)
+    images = W.render(latents)
+    monkeypatch.setattr(W, "HELD_OUT_PER_CODE", 2)
+    W.retrieve(images[:1])
+    monkeypatch.setattr(W, "HELD_OUT_PER_CODE", 3)
+    real, bits, _ = W.make_dataset(W.COMPOSITIONS, 3, W.REFERENCE_SEED)
+    distance = ((W.features(images)[:, None] - W.features(real)[None]) ** 2).sum(-1)
+    nearest = [W.bits_to_code(b) for b in bits[distance.argmin(1).numpy()]]
+    assert len(set(nearest)) == 6
+    assert W.retrieve(images).tolist() == nearest
+
+
+def test_hit_refused_counts_a_hit_that_the_reading_reads_as_another_class(monkeypatch):
+    """Clips asked as day-straight, drawn straight (0 px a frame) or turning slowly (+-0.65 px):
+    all legible; two of the three slow turns land on day-straight but read as a bend, so they
+    count in hit_refused (2 of 8), the third lands on day-right (no hit); the straight ones are
+    hits the reading composes."""
+    monkeypatch.setattr(W, "HELD_OUT_PER_CODE", 4)
+    monkeypatch.setattr(W, "_REFERENCE", {})
+    latents = W.sample_latents([[0, 1]] * 8, np.random.default_rng(3))
+    latents[:, 2] = [0.0, 0.65, 0.0, -0.65, 0.0, 0.65, 0.0, 0.0]
+    images, asked = W.render(latents), np.array([[0, 1]] * 8)
+    judged = W.readings(images, asked)
+    assert judged["legible"].all() and judged["composed"].sum() == 5
+    found = W.cra(images, asked)
+    assert W.retrieve(images).tolist() == ["01"] * 5 + ["02", "01", "01"]
+    assert found["hit1"] == {"01": 7 / 8} and found["hit_refused"] == {"01": 2 / 8}
+
+
+# ----------------------------------------------------------------------------- the command
+def test_main_prints_each_calibration_kinds_share_and_cra_on_real_clips(monkeypatch, capsys):
+    """Without --samples: a line per kind a person accepts (the share composed) and per kind a
+    person refuses (the share not legible), as the readings give them on calibration_images(n),
+    then CRA's Hit@1 of the clean renders, each class by name."""
+    monkeypatch.setattr(W, "HELD_OUT_PER_CODE", 2)
+    monkeypatch.setattr(W, "_REFERENCE", {})
+    W.main(["--n", "12"])
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    accepted, rejected, asked = W.calibration_images(12)
+    want = [f"accept {name} {100 * W.readings(images, asked)['composed'].mean():.1f}% composed"
+            for name, images in accepted.items()]
+    want += [f"reject {name} {100 * (1 - W.readings(images, asked)['legible'].mean()):.1f}% "
+             "not legible" for name, images in rejected.items()]
+    hit = W.cra(accepted["clean renders"], asked)["hit1"]
+    want.append("CRA Hit@1 of real clips: " + ", ".join(f"{W.describe(c)} {100 * h:.1f}%"
+                                                       for c, h in hit.items()))
+    assert len(lines) == 15 and lines == want
+
+
+def test_samples_flag_counts_a_legible_clip_of_another_class_as_not_composed(tmp_path, capsys):
+    """A run's samples: 4 real clips of each class, one of day-left's drawn as night-left: day-left
+    reads composed 75.0% and refused by no check (it is a clip, of another class)."""
+    asked = np.repeat([W.code_to_bits(c) for c in W.COMPOSITIONS], 4, 0)
+    drawn = asked.copy()
+    drawn[1] = [1, 0]
+    images = W.render(W.sample_latents(drawn, np.random.default_rng(5)))
+    np.savez(tmp_path / "samples.npz", images=(images * 255).round().astype(np.uint8),
+             factors=asked)
+    W.main(["--samples", str(tmp_path / "samples.npz")])
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    for code, line in zip(W.COMPOSITIONS, lines):
+        assert line.startswith(f"{W.describe(code)} composed "
+                               f"{'75.0' if code == '00' else '100.0'}%; refused: "), line
+        assert line.count(" 0.0%") == 5, line
+
+
+# ------------------------------------------------------------------------ the calibration
+def test_each_calibration_kind_is_built_as_its_name_says():
+    """From the clean renders: noisy, off by a normal noise of sigma 0.03 (clipped); blurred, half
+    of them and half their 3x3 box mean within each frame (over the pixels inside it, at its
+    edges); dimmed, 0.85 of them; still, frame 1 four times; backwards, the frames reversed;
+    shuffled, the frames in another order, never their own; a frame dropped, one of frames 2-4
+    black; a patch gone white, one 4x4 token below the sky at 0.9; its own sky, one token below
+    the horizon replaced by the sky above it; blank, black; the slowest or fastest bend, steps at
+    an end of the class's range; another bend mid-clip, a first step of the asked direction and a
+    last of another; two times of day, frame 1 of the asked time and frame 4 of the other."""
+    accepted, rejected, asked = W.calibration_images(60, seed=3)
+    clean = W.frames_of(accepted["clean renders"])
+    noise = accepted["noisy (sigma 0.03)"] - accepted["clean renders"]
+    assert abs(noise.mean()) < 5e-4 and 0.0295 < noise.std() < 0.0305
+    padded = np.pad(clean, ((0, 0), (0, 0), (1, 1), (1, 1), (0, 0)), constant_values=np.nan)
+    box = np.nanmean([padded[:, :, i:i + 16, j:j + 16] for i in range(3) for j in range(3)], 0)
+    assert np.allclose(W.frames_of(accepted["blurred (half a 3x3 box)"]), 0.5 * clean + 0.5 * box,
+                       atol=1e-6)
+    assert np.allclose(accepted["dimmed to 85%"], 0.85 * accepted["clean renders"], atol=1e-6)
+    assert np.array_equal(W.frames_of(rejected["still (frame 1 four times)"]),
+                          np.repeat(clean[:, :1], 4, 1))
+    assert np.array_equal(W.frames_of(rejected["backwards (frames reversed)"]), clean[:, ::-1])
+    shuffled = W.frames_of(rejected["frames shuffled"])
+    order = (shuffled[:, :, None] == clean[:, None]).all((3, 4, 5)).argmax(2)       # (n, 4)
+    assert np.array_equal(np.take_along_axis(clean, order[..., None, None, None], 1), shuffled)
+    assert (np.sort(order, 1) == np.arange(4)).all() and (order != np.arange(4)).any(1).all()
+    black = (W.frames_of(rejected["a frame dropped (black)"]) == 0).all((2, 3, 4))  # (n, 4)
+    assert (black.sum(1) == 1).all() and not black[:, 0].any()
+    for name, other in (("a 4x4 patch gone white", 0.9), ("its own sky pasted below the horizon",
+                                                          None)):
+        changed = W.frames_of(rejected[name]) != clean
+        tokens = changed.reshape(60, 4, 4, 4, 4, 4, 3).any((3, 5, 6))          # (n, frame, 4, 4)
+        assert (tokens.sum((1, 2, 3)) == 1).all() and not tokens[:, :, 0].any(), name
+        for i, k, row, column in zip(*np.nonzero(tokens)):
+            block = W.frames_of(rejected[name])[i, k, 4 * row:4 * row + 4,
+                                                4 * column:4 * column + 4]
+            sky = clean[i, k, :4, 4 * column:4 * column + 4]
+            assert np.array_equal(block, np.full_like(block, 0.9) if other else sky), name
+    assert not rejected["blank"].any()
+    steps = np.diff(W.read_clips(accepted["the slowest or fastest bend"])["vanish"], axis=1)
+    ends = W.LATERAL[asked[:, 1]]                                                  # (n, 2)
+    assert (np.abs(steps.mean(1, keepdims=True) - ends).min(1) < 0.03).all()
+    bent = np.diff(W.read_clips(rejected["bends another way mid-clip"])["vanish"], axis=1)
+    direction = (bent > -0.6).astype(int) + (bent > 0.6)
+    assert (direction[:, 0] == asked[:, 1]).all() and (direction[:, 2] != asked[:, 1]).all()
+    night = W.read_clips(rejected["frames of two times of day"])["night"]
+    assert (night[:, 0] == asked[:, 0]).all() and (night[:, 3] != asked[:, 0]).all()

@@ -210,3 +210,213 @@ def test_the_suite_puts_runs_per_gpu_on_each_gpu_torch_sees(tmp_path, monkeypatc
         monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
         reproduce.main(["--budget", "tiny", "--runs", str(tmp_path / "runs"), *flags])
         assert handed.pop() == expected, (cores, flags)
+
+
+# ------------------------------------------------------------ the command list, by hand
+SWEEP = ("12", "24", "34", "48", "95")        # the diversity sweep's seen counts (MAR's to 48)
+RUNS = {  # question -> run name -> its own flags, beyond the budget's: written out by hand
+    "ladder": {name: [] for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},
+    "tokenizers": {f"{model}-{tokenizer}": ["--tokenizer", tokenizer]
+                   for model in ("dit", "mar", "givt") for tokenizer in ("codebook", "pca")},
+    "causal": {"ar": [], "ar-gmm-codebook": ["--head", "gmm", "--tokenizer", "codebook"],
+               "ar-gmm": ["--head", "gmm"]},
+    "conditioning": {f"dit-{mode}": ["--cond", mode]
+                     for mode in ("dropout", "discrete", "discrete-dropout")},
+    "unmasking": {"maskgit-random": ["--unmask", "random"]},
+    "shapes3d": {**{name: ["--world", "shapes3d", "--lr-schedule", "cosine"]
+                    for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},
+                 **{f"{name}-seen{n}": ["--world", "shapes3d", "--lr-schedule", "cosine",
+                                        "--seen-count", n]
+                    for name, counts in (("maskgit", SWEEP), ("dit", SWEEP), ("mar", SWEEP[:4]))
+                    for n in counts}},
+    "clips": {name: ["--world", "clips", "--lr-schedule", "cosine"]
+              for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},
+    "objects": {f"objects-{cond}-{where}": ["--cond", cond, "--locality", where]
+                for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
+                                    ("all", "local"))},
+}
+TIME_COURSE = ("maskgit", "givt", "mar", "dit")          # the ladder's rungs but JEPA, seed 0
+
+
+def where(runs_dir, folder):
+    """(question, run name, seed) of a run's folder runs_dir/<question>/runs/<name>-seed<k>."""
+    question, kept, run = os.path.relpath(folder, runs_dir).split(os.sep)
+    name, seed = run.rsplit("-seed", 1)
+    assert kept == "runs", folder
+    return question, name, int(seed)
+
+
+def settings(argv):
+    """A run's command line as {flag: value} (every flag of the suite takes one value) and the
+    flags after its --out folder (the run's own, beyond the budget's)."""
+    assert argv[0] == sys.executable and len(argv) % 2 == 0, argv
+    out = argv.index("--out")
+    return dict(zip(argv[2::2], argv[3::2])), argv[out + 2:]
+
+
+def test_the_suite_lists_each_questions_runs_with_their_own_flags(tmp_path):
+    """Each question's runs and the flags each carries, as written out by hand above: the
+    diversity sweep lists MaskGIT and DiT at 12, 24, 34, 48 and 95 seen codes and MAR at 12 to 48,
+    each with --world shapes3d --lr-schedule cosine; the clips' runs --world clips; every run's
+    script is its name's first part; the ladder comes first."""
+    import reproduce
+    runs_dir = str(tmp_path / "runs")
+    found = {}
+    for folder, steps, argv in reproduce.jobs(runs_dir, reproduce.BUDGETS["tiny"], "cpu"):
+        question, name, seed = where(runs_dir, folder)
+        if question == reproduce.LONG:
+            continue
+        assert argv[1] == os.path.join(ROOT, name.split("-")[0] + ".py"), argv
+        found.setdefault(question, {})[name] = settings(argv)[1]
+    assert list(found) == list(RUNS)
+    for question, members in RUNS.items():
+        assert found[question] == members, question
+
+
+def test_every_run_carries_the_budget_and_a_world_run_sizes_its_own_data(tmp_path):
+    """A run's command spells out its budget (steps, evaluation, batch, device, seed, folder); a
+    Shapes2D run also its training set and samples per composition (objects.py, which renders
+    new images each step, its samples only), a run of another world neither: its world sizes
+    them."""
+    import reproduce
+    runs_dir, budget = str(tmp_path / "runs"), reproduce.BUDGETS["quick"]
+    listed = reproduce.jobs(runs_dir, budget, "mps")
+    for folder, steps, argv in listed:
+        question, name, seed = where(runs_dir, folder)
+        given, own = settings(argv)
+        assert {k: given[k] for k in ("--steps", "--seed", "--eval-every", "--batch-size",
+                                      "--device", "--out")} == {
+            "--steps": str(steps), "--seed": str(seed), "--eval-every": "50",
+            "--batch-size": "64", "--device": "mps", "--out": folder}, argv
+        world = "--world" in own
+        assert ("--samples-per-comp" in given) == (not world), argv
+        assert ("--train-per-comp" in given) == (not world and question != "objects"), argv
+        if "--samples-per-comp" in given:
+            assert given["--samples-per-comp"] == "16", argv
+        if "--train-per-comp" in given:
+            assert given["--train-per-comp"] == "5000", argv
+    assert sum("--world" in argv for _, _, argv in listed) == 3 * (len(RUNS["shapes3d"])
+                                                                   + len(RUNS["clips"]))
+
+
+def test_each_run_is_listed_once_a_seed_and_the_time_course_last_from_step_0(tmp_path):
+    """The default budget: every run at seeds 0, 1 and 2 and its number of steps, question by
+    question and within one seed by seed, each in its own folder; then the time course, seed 0
+    of the ladder's four rungs (no JEPA) to the long budget, in runs/long-runs/. The tiny budget:
+    seed 0 alone."""
+    import reproduce
+    runs_dir, budget = str(tmp_path / "runs"), reproduce.BUDGETS["default"]
+    listed = reproduce.jobs(runs_dir, budget, "cpu")
+    expected = [(question, name, seed) for question, members in RUNS.items()
+                for seed in (0, 1, 2) for name in members]
+    places = [where(runs_dir, folder) for folder, _, _ in listed]
+    assert places[:-4] == expected
+    assert places[-4:] == [(reproduce.LONG, name, 0) for name in TIME_COURSE]
+    for (folder, steps, argv), (question, name, seed) in zip(listed, places):
+        given, own = settings(argv)
+        long = question == reproduce.LONG
+        assert steps == (8000 if long else 2000) and given["--steps"] == str(steps), folder
+        assert given["--seed"] == str(seed) and given["--out"] == folder
+        if long:
+            assert own == [] and argv[1] == os.path.join(ROOT, f"{name}.py")
+    tiny = reproduce.jobs(runs_dir, reproduce.BUDGETS["tiny"], "cpu")
+    assert {where(runs_dir, folder)[2] for folder, _, _ in tiny} == {0}
+    assert len(tiny) == sum(map(len, RUNS.values())) + 4
+
+
+# --------------------------------------------------------- skipping, resuming, scheduling
+def write_metrics(folder, steps):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in steps))
+
+
+def test_a_run_is_finished_when_its_last_evaluation_is_its_last_step(tmp_path):
+    """finished: an evaluation at the step the budget asks for, the last one kept; a run with no
+    evaluation, or stopped at an earlier one, is not."""
+    import reproduce
+    assert not reproduce.finished(str(tmp_path / "none"), 3)
+    write_metrics(tmp_path / "half", [2])
+    write_metrics(tmp_path / "done", [2, 3])
+    assert not reproduce.finished(str(tmp_path / "half"), 3)
+    assert reproduce.finished(str(tmp_path / "done"), 3)
+    assert not reproduce.finished(str(tmp_path / "done"), 6)
+
+
+def test_a_finished_run_is_skipped_a_checkpointed_one_resumed_and_the_rest_started_anew(
+        tmp_path):
+    """execute: a finished run starts nothing; a run with a checkpoint is resumed (its command
+    gains --resume, its folder is kept); a run without one starts again in an emptied folder."""
+    import reproduce
+    said = "import sys; print(sys.argv[1:])"
+    done, resumed, anew = tmp_path / "done", tmp_path / "resumed", tmp_path / "anew"
+    write_metrics(done, [1])
+    assert reproduce.execute(job_printing(done, said), 0, 1, 0) == (0, 0.0)
+    assert not (done / "log.txt").exists() and not (done / "wall_seconds.txt").exists()
+    write_metrics(resumed, [])
+    (resumed / "ckpt.pt").write_text("a checkpoint")
+    write_metrics(anew, [])
+    (anew / "stale.txt").write_text("left by a run that kept no checkpoint")
+    for folder in (resumed, anew):
+        assert reproduce.execute(job_printing(folder, said), 0, 1, 0)[0] == 0
+    assert (resumed / "log.txt").read_text() == "['--resume']\n"
+    assert (resumed / "ckpt.pt").exists() and (resumed / "metrics.jsonl").exists()
+    assert (anew / "log.txt").read_text() == "[]\n"
+    assert sorted(os.listdir(anew)) == ["log.txt", "wall_seconds.txt"]
+
+
+def test_the_runs_go_at_once_a_slot_a_gpu_sharing_the_cores(tmp_path, monkeypatch):
+    """run_all on two slots and two GPUs, six cores: the two runs go at the same time (each waits
+    for the other to have started), one on each GPU, three threads each."""
+    import reproduce
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    waits = ("import os, sys, time\nopen(os.path.join(sys.argv[1], sys.argv[2]), 'w').close()\n"
+             "deadline = time.time() + 10\n"
+             "while len(os.listdir(sys.argv[1])) < 2 and time.time() < deadline:\n"
+             "    time.sleep(0.02)\n"
+             "print(os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ['OMP_NUM_THREADS'],\n"
+             "      len(os.listdir(sys.argv[1])) == 2)")
+    todo = [(str(tmp_path / name), 1, [sys.executable, "-c", waits, str(marks), name])
+            for name in ("a", "b")]
+    assert reproduce.run_all(todo, 2, 2) == []
+    said = sorted((tmp_path / name / "log.txt").read_text() for name in ("a", "b"))
+    assert said == ["0 3 True\n", "1 3 True\n"]
+
+
+def test_a_run_hears_ctrl_c_even_where_the_suite_ignores_it():
+    """hears_ctrl_c, what a run's process calls before its script: Ctrl-C's default action back."""
+    import reproduce
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        reproduce.hears_ctrl_c()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_the_report_builds_a_table_for_each_question_with_an_evaluated_run(tmp_path,
+                                                                         monkeypatch):
+    """report: collect.py's table for each question (the time course last) that has a run with
+    kept samples, counting those runs alone; a line for each question that has none; an index."""
+    import reproduce
+    runs_dir = tmp_path / "runs"
+    for run in ("ladder/runs/dit-seed0", "ladder/runs/mar-seed0", "long-runs/runs/dit-seed0"):
+        (runs_dir / run).mkdir(parents=True)
+        (runs_dir / run / "samples.npz").write_bytes(b"")
+    (runs_dir / "ladder" / "runs" / "givt-seed0").mkdir()             # not evaluated yet
+    (runs_dir / "causal" / "runs" / "ar-seed0").mkdir(parents=True)   # nor this one
+    tables = []
+    monkeypatch.setattr(reproduce.collect, "write", lambda folder, clock, command: tables.append(
+        (folder, clock, command)))
+    index = reproduce.report(str(runs_dir))
+    none = "no run has finished an evaluation yet"
+    assert index == ["# The study, rebuilt", "", "- [ladder](ladder/table.md): 2 runs",
+                     *[f"- {q}: {none}" for q in ("tokenizers", "causal", "conditioning",
+                                                  "unmasking", "shapes3d", "clips", "objects")],
+                     "- [long-runs](long-runs/table.md): 1 runs"]
+    assert (runs_dir / "README.md").read_text() == "\n".join(index) + "\n"
+    assert tables == [(str(runs_dir / q), None,
+                       f"python tools/collect.py {os.path.relpath(runs_dir / q, ROOT)}")
+                      for q in ("ladder", "long-runs")]
