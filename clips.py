@@ -44,6 +44,8 @@ class of each clip's nearest real clip in `features`, frame 1 and the three diff
 consecutive frames, each pooled 2x2 to 8x8 RGB (768 numbers), so that both the time of day (frame
 1) and the motion (the differences) count, and a single pixel's jitter little.
 """
+import hashlib
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -76,7 +78,7 @@ TOKENIZERS = {"codebook": dict(n_colors=4, per_code=100),   # 1,024 masks x 4 co
               "pca": dict(per_code=100)}                 # on 400 seen clips (Shapes2D: 2,000)
 DEFINITION = (IMAGE_SIZE, FRAME, HORIZON, SKY, HUE.tolist(), GROUND.tolist(), ROAD.tolist(),
               STRIPE.tolist(), NIGHT, LIGHTS, GAIN_JITTER,
-              LATERAL.tolist(), START_JITTER, SPEED, START_DEPTH)
+              LATERAL.tolist(), START_JITTER, SPEED, START_DEPTH)   # and the clips: definition()
 
 
 def code_to_bits(code):
@@ -183,6 +185,16 @@ def make_dataset(codes, n_per_code, seed):
 def training_set(n_per_code=5000, seed=0):
     """What a generator (and a tokenizer's fit) may learn from: seen classes only."""
     return make_dataset(SEEN, n_per_code, seed)
+
+
+def definition():
+    """What the caches of this world's fitted probes and tokenizers are keyed by
+    (data.cache_path): DEFINITION, its named constants, and a fingerprint of the renderer's own
+    clips of every class, so that a change to a drawing's numbers (the road's width, the stripe's
+    thickness) refits them too."""
+    latents = sample_latents(requests(4), np.random.default_rng(0))
+    clips = np.round(render(latents), 4).tobytes()
+    return DEFINITION + (hashlib.sha1(clips).hexdigest(),)
 
 
 # -------------------------------------------------------------------------- conditioning

@@ -314,6 +314,7 @@ def cache_path(kind, settings=(), world=None):
     """A file under .cache/ whose name changes when the world's definition changes; a world other
     than Shapes2D adds its name."""
     world = world or sys.modules[__name__]
-    definition = world.DEFINITION if world.NAME == NAME else (world.NAME, world.DEFINITION)
+    defined = world.definition() if hasattr(world, "definition") else world.DEFINITION
+    definition = defined if world.NAME == NAME else (world.NAME, defined)
     key = hashlib.sha1(repr((kind, settings, definition)).encode()).hexdigest()[:12]
     return os.path.join(CACHE_DIR, f"{kind}-{key}.pt")

@@ -24,6 +24,7 @@ unchanged. Latents, one row an image:
     latents[:, 2]   half-height s in pixels, within +-0.25 of the class size
     latents[:, 3:5] centre (x, y) in pixels, within +-1 of the image centre
 """
+import hashlib
 import itertools
 import sys
 
@@ -78,7 +79,7 @@ RUN_DEFAULTS = dict(train_per_comp=100,        # 19,000 training images, Shapes2
 TOKENIZERS = {"codebook": dict(n_masks=512, n_colors=10, normalize=True, per_code=20),
               "pca": dict(per_code=20)}        # 3,800 seen images (Shapes2D: 2,000)
 DEFINITION = (IMAGE_SIZE, HUE_STEP, HUE_JITTER, SIZES.tolist(), SIZE_JITTER, POSITION_JITTER,
-              sorted(LIGHT.items()))
+              sorted(LIGHT.items()))            # and the renderer's pictures: definition()
 
 
 def split_of(code):
@@ -256,6 +257,16 @@ def make_dataset(codes, n_per_code, seed):
 def training_set(n_per_code=100, seed=0):
     """What a generator (and a tokenizer's fit) may learn from: seen compositions only."""
     return make_dataset(SEEN, n_per_code, seed)
+
+
+def definition():
+    """What the caches of this world's fitted probes and tokenizers are keyed by
+    (data.cache_path): DEFINITION, its named constants, and a fingerprint of the renderer's own
+    pictures of every code, so that a change to a drawing's numbers (a face's shade, a cylinder's
+    radius) refits them too."""
+    latents = sample_latents(requests(1), np.random.default_rng(0))
+    pictures = np.round(render(latents), 4).tobytes()
+    return DEFINITION + (hashlib.sha1(pictures).hexdigest(),)
 
 
 # -------------------------------------------------------------------------- conditioning

@@ -750,3 +750,13 @@ def test_each_calibration_kind_is_built_as_its_name_says():
     assert (direction[:, 0] == asked[:, 1]).all() and (direction[:, 2] != asked[:, 1]).all()
     night = W.read_clips(rejected["frames of two times of day"])["night"]
     assert (night[:, 0] == asked[:, 0]).all() and (night[:, 3] != asked[:, 0]).all()
+
+
+def test_the_caches_key_follows_the_renderers_own_clips(monkeypatch):
+    """DEFINITION keys the fitted probes and tokenizers: a change inside the drawing that no named
+    constant holds (here every frame 1% darker) changes it and so the cache's file."""
+    assert W.definition()[:-1] == W.DEFINITION
+    before = data.cache_path("probe-study", (), W)
+    real = W.draw_frames
+    monkeypatch.setattr(W, "draw_frames", lambda *args: real(*args) * 0.99)
+    assert data.cache_path("probe-study", (), W) != before

@@ -934,3 +934,15 @@ def test_precise_is_composed_with_at_most_8_pixels_a_quarter_off_the_render_of_w
         wrong = W.readings(images[:1], asked[:1] + [0, 0, 1])
         assert (wrong["legible"].tolist(), wrong["composed"].tolist(),
                 wrong["precise"].tolist()) == ([True], [False], [False])
+
+
+def test_the_caches_key_follows_the_renderers_own_pictures(monkeypatch):
+    """DEFINITION keys the fitted probes and tokenizers: a change to a number inside the drawing
+    (here every shade 1% darker), which no named constant holds, changes it and so the cache's
+    file; the same drawing gives the same key."""
+    assert W.definition()[:-1] == W.DEFINITION and W.definition() == W.definition()
+    before, fingerprint = data.cache_path("probe-study", (), W), W.definition()
+    real = W.shade_maps
+    monkeypatch.setattr(W, "shade_maps", lambda *args: real(*args) * 0.99)
+    assert W.definition()[:-1] == fingerprint[:-1] and W.definition() != fingerprint
+    assert data.cache_path("probe-study", (), W) != before
