@@ -45,6 +45,7 @@ import contextlib
 import json
 import math
 import os
+import re
 
 import numpy as np
 import torch
@@ -267,19 +268,21 @@ def layer_states(config, module, model, tokenizer, images, bits, seed=0):
     order = torch.rand(len(images), 64, generator=g, device=device)
     hidden = order.argsort(1) < MOST                                                    # 90% of 64
     values, present = asked(config, bits, seed, device)
-    with torch.no_grad():
-        if config["model"] in ("maskgit", "jepa_maskgit"):
-            codes = torch.as_tensor(tokenizer.encode(images)).to(device)
-            model(masked_input(model, codes, hidden), values, present)
-        elif config["model"] == "dit":
-            x = tokenizer.encode(images).float().to(device)
-            time = torch.full((len(images),), 0.9, device=device)
-            eps = torch.randn(x.shape, generator=g, device=device)
-            model(module.noisy(x, time, eps), time, values, present)
-        else:
-            model(tokenizer.encode(images).float().to(device), hidden, values, present)
-    for hook in hooks:
-        hook.remove()
+    try:
+        with torch.no_grad():
+            if config["model"] in ("maskgit", "jepa_maskgit"):
+                codes = torch.as_tensor(tokenizer.encode(images)).to(device)
+                model(masked_input(model, codes, hidden), values, present)
+            elif config["model"] == "dit":
+                x = tokenizer.encode(images).float().to(device)
+                time = torch.full((len(images),), 0.9, device=device)
+                eps = torch.randn(x.shape, generator=g, device=device)
+                model(module.noisy(x, time, eps), time, values, present)
+            else:
+                model(tokenizer.encode(images).float().to(device), hidden, values, present)
+    finally:                                            # an error leaves no hook on the network
+        for hook in hooks:
+            hook.remove()
     return torch.stack(states).cpu()                            # the probes are small: the CPU's
 
 
@@ -415,6 +418,11 @@ def read(run, checkpoint="ckpt.pt", per_code=8, zero=False, images_per_code=64, 
          device="cpu"):
     """Every reading of one checkpoint (what inside.json holds);
     full=False: the units and circuits only."""
+    path = os.path.join(run, "config.json")
+    world = json.load(open(path)).get("world", data.NAME) if os.path.exists(path) else data.NAME
+    if world != data.NAME:
+        raise SystemExit(f"error: {run} learnt --world {world}; inside.py reads runs of Shapes2D "
+                         "(its real images, codebook and judge)")
     step, config, module, model, tokenizer = load_trained(run, checkpoint, READS, device)
     torch.manual_seed(0)
     base, drops, means = attribution(config, module, model, tokenizer, per_code, zero)
@@ -468,6 +476,15 @@ def summary(result):
     return "\n".join(lines)
 
 
+def kept_steps(run):
+    """The steps of every other kept checkpoint (run/checkpoints/step_N.pt), steps x2 apart,
+    ending at the last; a stray file there (the .tmp of an interrupted save) is no step."""
+    kept = os.path.join(run, "checkpoints")
+    names = [re.fullmatch(r"step_(\d+)\.pt", f) for f in os.listdir(kept)] if os.path.isdir(kept) \
+        else []
+    return sorted(int(m.group(1)) for m in names if m)[::-1][::2][::-1]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -492,9 +509,7 @@ def main(argv=None):
                          f"{getattr(args, name)}")
     if not os.path.isdir(args.run):
         parser.error(f"{args.run} is not a folder")
-    kept = os.path.join(args.run, "checkpoints")
-    steps = (sorted(int(f[5:-3]) for f in os.listdir(kept))[::-1][::2][::-1] if os.path.isdir(kept)
-             else [])
+    kept, steps = os.path.join(args.run, "checkpoints"), kept_steps(args.run)
     if args.over_training and not steps:
         parser.error(f"--over-training: {kept} holds no checkpoints; train with --keep-checkpoints")
     device = runs.resolve_device(args.device)
