@@ -7,7 +7,7 @@
       shape is not in between, whose outline stays within about a pixel of the fit, with no
       hole, bite or second object, one class colour throughout (no chimera, no patch of the
       other colour; single specks are forgiven) and a size near the world's. The thresholds
-      (LEGIBLE) are set by the calibration suite (calibration.py), not by model
+      (LEGIBLE) are set by the calibration suite (worlds/shapes2d_calibration.py), not by model
       samples: kinds a person accepts (wobbly, blurred, rounded, noisy, ragged, speckled,
       mottled, slightly off) must pass, >= 98% of each; kinds a person rejects (fragments,
       chimeras, colour patches, half-way morphs, holes, two objects) must fail, >= 97%.
@@ -413,7 +413,7 @@ def main(argv=None):
                      evaluate(roundtrip, bits)))
     print("the three readings (%) per composition, 250 images each")
     _table(rows)
-    from calibration import calibration_images  # the suite that defines legible
+    from worlds.shapes2d_calibration import calibration_images  # the suite that defines legible
     accepted, rejected, asked = calibration_images(400, seed=1)
     print("\ncalibration (400 images a kind): accepted must be >= 98% composed, "
           "rejected >= 97% not legible")

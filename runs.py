@@ -32,6 +32,7 @@ import worlds
 GENERATORS = ("maskgit", "jepa_maskgit", "givt", "mar", "dit", "ar",   # they train on Shapes2D
               "maskgit_factored")
 MODELS = GENERATORS + ("objects",)    # and objects.py, dit.py's method in the world of many objects
+STUDIES = ("ar", "maskgit_factored", "objects")      # the further questions' scripts: studies/
 SPLIT_COLORS = {"seen": "tab:blue", "level1": "hotpink", "level2": "red"}
 
 
@@ -60,7 +61,7 @@ def add_common_arguments(parser, name, defaults, shapes2d=True):
     if shapes2d:
         parser.add_argument("--world", default=defaults["world"], choices=worlds.WORLDS,
                             help="what the images show: data.py's Shapes2D or a world beside it "
-                                 "(worlds.py); a world may size --train-per-comp and "
+                                 "(worlds/); a world may size --train-per-comp and "
                                  "--samples-per-comp otherwise (its RUN_DEFAULTS)")
         parser.add_argument("--seen-count", type=int, default=defaults["seen_count"],
                             metavar="N", help="learn from the first N of the world's seen codes "
@@ -132,7 +133,13 @@ def script(name):
     if name not in MODELS:
         raise SystemExit(f"error: {name!r} is not a generator of this repository; they are "
                          f"{', '.join(MODELS)}")
-    return importlib.import_module(name)
+    return importlib.import_module(f"studies.{name}" if name in STUDIES else name)
+
+
+def script_file(name):
+    """The file of the generator script of that name, from the repository's top:
+    'dit' -> 'dit.py', 'ar' -> 'studies/ar.py'."""
+    return f"studies/{name}.py" if name in STUDIES else f"{name}.py"
 
 
 # ---------------------------------------------------------------------------------- start

@@ -25,17 +25,20 @@ from check import READINGS, TASK, checks_of, load_assignments
 
 COURSE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(COURSE)
-MODULES = ["data.py", "captions.py", "tokenizers.py", "probe.py", "judge.py", "calibration.py",
-           "runs.py", "dit.py", "maskgit.py", "maskgit_factored.py", "givt.py", "mar.py",
-           "jepa_maskgit.py", "ar.py", "objects.py", "objects_world.py", "inside.py", "worlds.py",
-           "shapes3d.py", "clips.py"]
+MODULES = ["data.py", "captions.py", "tokenizers.py", "probe.py", "judge.py", "runs.py",
+           "dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py",
+           "studies/__init__.py", "studies/maskgit_factored.py", "studies/ar.py",
+           "studies/objects.py", "studies/inside.py", "worlds/__init__.py",
+           "worlds/shapes2d_calibration.py", "worlds/objects_world.py", "worlds/shapes3d.py",
+           "worlds/clips.py"]
 # What a student copy holds (a path, or a folder ending in /): the scripts, the assignment's own
-# check file (handout) and what it runs; calibration.py for `python judge.py`,
-# tests/test_ladder.py for the pasted copies. Not: the answers (course/ANSWERS.md,
-# tests/mutations.py, the other assignments' checks), the teachers' page, results/, tools/.
+# check file (handout) and what it runs; worlds/shapes2d_calibration.py for `python judge.py`,
+# tests/test_ladder.py (and tests/scripts.py, which finds a script) for the pasted copies. Not:
+# the answers (course/ANSWERS.md, tests/mutations.py, the other assignments' checks), the
+# teachers' page, results/, tools/.
 HANDOUT = [*MODULES, "README.md", "requirements.txt", ".gitignore", "course/check.py",
            "course/assignments.toml", "course/checks/conftest.py", "tests/conftest.py",
-           "tests/test_ladder.py"]
+           "tests/scripts.py", "tests/test_ladder.py"]
 RULE = re.compile(r"#\s*-{4,}")       # a section rule, `# ---- sampling`: kept above a blank
 
 
@@ -212,7 +215,7 @@ def make_student(name, out, root=ROOT):
     if os.path.isdir(os.path.join(root, ".cache")):                     # fitted tokenizers, probe
         shutil.copytree(os.path.join(root, ".cache"), os.path.join(out, ".cache"),
                         dirs_exist_ok=True)
-    modules = ", ".join(path[:-3] for path in MODULES)
+    modules = ", ".join(path[:-3].replace("/__init__", "").replace("/", ".") for path in MODULES)
     imported = subprocess.run([sys.executable, "-c", f"import {modules}"], cwd=out,
                               capture_output=True, text=True, check=False)
     if imported.returncode != 0:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-import ar
+from studies import ar
 import data
 
 VOCAB, DIM = 64, 12

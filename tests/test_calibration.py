@@ -3,7 +3,7 @@ a person rejects fails. Drawn with a seed of its own (the thresholds were set on
 import numpy as np
 import pytest
 
-import calibration
+from worlds import shapes2d_calibration as calibration
 import judge
 
 ACCEPTED, REJECTED, ASKED = calibration.calibration_images(300, seed=2)

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-import clips
+from worlds import clips
 import data
 import judge
 import runs
 import scripts
-import shapes3d
+from worlds import shapes3d
 import worlds
 
 W = clips

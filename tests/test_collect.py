@@ -375,7 +375,7 @@ def test_collect_time_course_reads_each_seeds_peak_and_end_of_the_recipes_runs(t
 
 def test_collect_a_world_of_many_compositions_tables_each_group_and_its_commonest_substitution(
         tmp_path):
-    import shapes3d
+    from worlds import shapes3d
     codes = shapes3d.COMPOSITIONS
     for seed, level2 in ((0, 0.5), (1, 0.25)):
         acc = {c: level2 if c in shapes3d.LEVEL2 else 1.0 for c in codes}
@@ -405,7 +405,7 @@ def test_collect_a_seen_count_sweep_tables_each_n_and_draws_it(tmp_path):
     """Two seeds trained on 12 seen codes beside one on all 190 (and a model trained on all 190
     only, no sweep): the trained codes, the seen ones not trained, level-1 and level-2 per N, and
     the reach read from reach.json."""
-    import shapes3d
+    from worlds import shapes3d
     codes, trained = shapes3d.COMPOSITIONS, shapes3d.narrowed(12).SEEN
 
     def line(level2):
@@ -492,7 +492,7 @@ def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_t
     seen one), Hit@1 the mean over seeds of the share on the asked class, the six-way row the
     mean of each class's share, "hit, refused" the mean share that hits though refused, and the
     study's Hit@1 beside dit.py's only."""
-    import clips
+    from worlds import clips
 
     def final(day_right_hit, refused=0.0):
         rows = {c: {d: float(c == d) for d in clips.COMPOSITIONS} for c in clips.COMPOSITIONS}
@@ -530,7 +530,7 @@ def test_collect_the_folders_strip_shows_each_settings_first_clip_of_each_novel_
         monkeypatch):
     """save_models_strip: one row per (run, novel class), in that order, the first clip asked for
     the class, labelled by run and class."""
-    import clips
+    from worlds import clips
     drawn = {}
     monkeypatch.setattr(collect, "draw_strip", lambda path, shown, labels, title: drawn.update(
         clips=shown, labels=labels))

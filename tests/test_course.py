@@ -130,12 +130,13 @@ def test_the_copy_is_small_and_holds_no_answer(name, student_copies):
 
 def test_identical_copies_are_blanked_in_the_other_generators(student_copies):
     out = student_copies["A4"][0]
-    for path in ("dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"):
+    for path in ("dit.py", "maskgit.py", "givt.py", "mar.py", "studies/ar.py"):
         text = (out / path).read_text()
         assert f"A4: write {path}::Block.forward" in text, path
         assert f"A4: write {path}::modulate" in text, path
     assert "x * (1 + scale) + shift" not in (out / "maskgit.py").read_text()
-    assert "A2: write ar.py::log_density" in (student_copies["A2"][0] / "ar.py").read_text()
+    assert "A2: write studies/ar.py::log_density" in (student_copies["A2"][0] / "studies" / "ar.py"
+                                                       ).read_text()
     ladder = python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ladder.py",
                     cwd=student_copies["A3"][0])
     assert ladder.returncode == 0, ladder.stdout[-2000:]     # the copy holds every file it compares
@@ -216,16 +217,17 @@ VARIANTS = [
      "            self.modulation.weight.view(6, width, width)[:2] = 0"),
     ("A6", "jepa_maskgit.py", "    return start + (1 - start) * step / steps\n",
      "    return 1 - (1 - start) * (1 - step / steps)\n"),
-    ("A9", "inside.py",                              # each out_proj saved once, put back in order
+    # each out_proj saved once, put back in order
+    ("A9", "studies/inside.py",
      "            saved.append((out, out.weight.detach().clone(), out.bias.detach().clone()))\n",
      "            if not any(out is other for other, _, _ in saved):\n"
      "                saved.append((out, out.weight.detach().clone(), "
      "out.bias.detach().clone()))\n"),
-    ("A9", "inside.py", "for out, weight, bias in reversed(saved):",
+    ("A9", "studies/inside.py", "for out, weight, bias in reversed(saved):",
      "for out, weight, bias in saved:"),
-    ("A9", "inside.py", "        return (((test_x - mean) / std) @ w + b > 0).long()",
+    ("A9", "studies/inside.py", "        return (((test_x - mean) / std) @ w + b > 0).long()",
      "        return (torch.sigmoid(((test_x - mean) / std) @ w + b) > 0.5).long()"),  # p > 1/2
-    ("A10", "objects.py", "    cell = (points / PATCH).floor().clamp(0, SIDE - 1)",
+    ("A10", "studies/objects.py", "    cell = (points / PATCH).floor().clamp(0, SIDE - 1)",
      '    cell = torch.div(points, PATCH, rounding_mode="floor").clamp(0, SIDE - 1)'),
     ("A1", "maskgit.py",                              # hide the keys up to the count-th smallest
      "    rank = keys.argsort(1).argsort(1)\n    return rank < count[:, None]",
@@ -287,12 +289,14 @@ WRONG = [
        "    x = step / steps\n"
        "    return start + (1 - start) * (x + 2 * x * (x - 0.5) * (x - 1))\n")],
      "FAILED target_momentum rises linearly", None),
-    ("A9", "inside.py",                                      # put back in the order they were saved
+    # put back in the order they were saved
+    ("A9", "studies/inside.py",
      [("for out, weight, bias in reversed(saved):", "for out, weight, bias in saved:")],
      "FAILED leaving the ablation puts everything back .* reverse order", None),
-    ("A9", "inside.py", [("@ w + b > 0).long()", "@ w + b > 0.5).long()")],   # a logit against 1/2
+    # a logit against 1/2
+    ("A9", "studies/inside.py", [("@ w + b > 0).long()", "@ w + b > 0.5).long()")],
      "FAILED the probe reads a linear code .* logit is above 0", None),
-    ("A10", "objects.py", [("(points / PATCH).floor()", "(points / PATCH).round()")],
+    ("A10", "studies/objects.py", [("(points / PATCH).floor()", "(points / PATCH).round()")],
      r"FAILED neighbours are .* \(11.0, 2.5\) lies in patch \(2, 0\)", None),
     ("A3", "dit.py",                                       # the weight the hint asks to work out
      [("    weight = 1 / t.clamp(min=0.05) ** 2\n", "    weight = 1 / t.clamp(min=0.05)\n")],
@@ -311,12 +315,14 @@ WRONG = [
      [("x0_hat = (x - (1 - a_t).sqrt() * eps_hat) / a_t.sqrt()",
        "x0_hat = x - (1 - a_t).sqrt() * eps_hat")],
      r"FAILED denoise lands .* it returns x_0 times 0\.99\d\d: is each step's x0_hat", None),
-    ("A10", "objects.py",                                     # the pixel read at (row x, column y)
+    # the pixel read at (row x, column y)
+    ("A10", "studies/objects.py",
      [("image[torch.arange(len(x_0), device=device), row, column]",
        "image[torch.arange(len(x_0), device=device), column, row]")],
      r"FAILED pixel_locality .* second object: x = \d+\.\d, y = \d+\.\d px, the pixel in row \d+, "
      "column \\d+\\); it reads 1 where x = y: are x and y swapped", None),
-    ("A10", "objects.py",                                 # the distance measured from (y, x)
+    # the distance measured from (y, x)
+    ("A10", "studies/objects.py",
      [("near_pixels(points[:, 0], radius)", "near_pixels(points[:, 0].flip(-1), radius)")],
      r"FAILED locality is one .* first object: x = .* are x and y swapped", None),
     ("A7", "data.py", [("values[:, 4] = sizes[bits[:, 2]]", "values[:, 4] = sizes[bits[:, 1]]")],

@@ -9,7 +9,6 @@ there); and a training step makes the host wait for the device at most once, cou
 a CUDA GPU would make (a number read, a copy either way, a boolean mask's nonzero: the
 `waits` of tests/elsewhere.py). A failure lists each wait of the step and the line that asked."""
 import collections
-import importlib
 import itertools
 import json
 import math
@@ -42,7 +41,7 @@ ACCELERATORS = [pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_
 # ------------------------------------------------------------- training on another device
 def config_elsewhere(script, out, steps, *flags):
     """The script's config for a run of `steps` steps, evaluated once at the end, on ELSEWHERE."""
-    module = importlib.import_module(script[:-3])
+    module = scripts.module_of(script)
     flags = [*TINY, *FEW[script], *(SHAPES2D if script != "objects.py" else []), *flags]
     _, args = module.parse([*flags, "--steps", str(steps), "--eval-every", str(steps),
                             "--out", str(out)])
@@ -162,7 +161,7 @@ def test_objects_waits_for_the_device_at_most_once_a_training_step(tmp_path):
 
 @pytest.mark.parametrize("script", ["maskgit.py", "mar.py"])         # ids; vectors and a denoiser
 def test_inside_reads_a_run_on_another_device(script, tmp_path, monkeypatch):
-    import inside
+    from studies import inside
     run = tmp_path / "run"
     scripts.main(script, *scripts.ONCE, *TINY[2:], *FEW[script], "--out", run)   # on the CPU
     probe = inside.linear_probe            # the layer probes learn on the CPU: a few steps will do
@@ -310,7 +309,7 @@ def condition(n):
 
 
 def built(script, *flags):
-    module = importlib.import_module(script[:-3])
+    module = scripts.module_of(script)
     _, args = module.parse([*flags, "--width", "32", "--depth", "1", "--heads", "2"])
     model, tokenizer = module.build(vars(args))
     return module, vars(args), model.eval(), tokenizer
@@ -439,7 +438,7 @@ def test_objects_runs_on_each_accelerator_present(device, tmp_path):
 def small_readers(monkeypatch):
     """The many-valued world's readers and codebook fitted on few images (their caches are keyed
     by those sizes), so that a run of it evaluates cheaply."""
-    import shapes3d
+    from worlds import shapes3d
     monkeypatch.setattr(shapes3d, "PROBE_PER_CODE", 3)
     monkeypatch.setattr(shapes3d, "HELD_OUT_PER_CODE", 1)
     monkeypatch.setattr(shapes3d, "TOKENIZERS", {"codebook": dict(n_masks=32, n_colors=10,

@@ -18,7 +18,6 @@ Every run here is tiny and in this process (width 16, one block, batch 2, one to
 with runs.draw_and_read and runs.Checkpoints' saving replaced by recorders: no judge, no files.
 """
 import copy
-import importlib
 import math
 import os
 import re
@@ -34,7 +33,7 @@ import data
 import runs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-MODULES = {name: importlib.import_module(name) for name in runs.GENERATORS}
+MODULES = {name: runs.script(name) for name in runs.GENERATORS}
 SCRIPTS = tuple(name for name in runs.GENERATORS      # maskgit_factored.py trains by maskgit.py
                 if name != "maskgit_factored")
 TINY = ["--steps", "1", "--batch-size", "2", "--train-per-comp", "2", "--width", "16",
@@ -676,7 +675,7 @@ def test_every_flag_of_every_script_has_a_row():
     guards = [guard.split("::")[1] for row in MUTATIONS for guard in row[3]]
     missing = []
     for script in runs.MODELS:
-        parser, _ = importlib.import_module(script).parse([])
+        parser, _ = runs.script(script).parse([])
         names = "|".join([script, "common"] + (["maskgit"] if script in MASKGITS else []))
         for action in parser._actions:
             if not action.option_strings or action.dest == "help":

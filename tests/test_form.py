@@ -13,13 +13,30 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "*.py")))
+# Every module of the project, by its import name: the top's files, and the folders' (worlds.clips)
+MODULES = sorted([os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "*.py"))]
+                 + [folder + ("" if name == "__init__" else "." + name)
+                    for folder in ("worlds", "studies")
+                    for name in (os.path.basename(p)[:-3]
+                                 for p in glob.glob(os.path.join(ROOT, folder, "*.py")))])
+# The top level reads as the design card: the five generators, the world a student reads first,
+# the study's probe, and what every generator imports (the run plumbing, the judge, the tokenizers,
+# the captions); worlds/, studies/, tools/ hold the rest.
+TOP = {"maskgit", "jepa_maskgit", "givt", "mar", "dit", "data", "probe", "runs", "judge",
+       "tokenizers", "captions"}
+
+
+def path_of(module):
+    """'worlds.clips' -> 'worlds/clips.py', 'worlds' -> 'worlds/__init__.py', 'dit' -> 'dit.py'."""
+    parts = module.split(".")
+    return ("/".join(parts) if len(parts) > 1 else module) + (
+        "/__init__.py" if module in ("worlds", "studies") else ".py")
 TEXTS = (["README.md", "results/README.md"]
          + sorted(glob.glob("results/*/README.md", root_dir=ROOT))
          + sorted(glob.glob("course/**/*.md", root_dir=ROOT, recursive=True))
          + sorted(glob.glob("course/**/*.py", root_dir=ROOT, recursive=True))
          + sorted(glob.glob("course/*.toml", root_dir=ROOT))
-         + [f"{m}.py" for m in MODULES]
+         + [path_of(m) for m in MODULES]
          + sorted(p for p in glob.glob("tools/*", root_dir=ROOT)
                   if os.path.isfile(os.path.join(ROOT, p))))
 HISTORY = [r"\b20\d\d-\d\d-\d\d\b",                                   # dates
@@ -53,7 +70,7 @@ def test_the_front_page_is_a_page_and_the_report_an_index_of_pages():
         "results/README.md links each page once from its summary or its reading notes")
 
 
-@pytest.mark.parametrize("path", [f"{m}.py" for m in MODULES]
+@pytest.mark.parametrize("path", [path_of(m) for m in MODULES]
                          + sorted(glob.glob("tools/*.py", root_dir=ROOT)))
 def test_no_docstring_promises_a_time_it_does_not_keep(path):
     """A default run takes 10-17 minutes alone on 2 cores (tools/timings.py): 'a few minutes' is
@@ -72,13 +89,23 @@ def test_no_history_in_the_products_text(path):
 
 
 def imports(module):
-    """The project modules a top-level module imports, anywhere in it."""
-    tree = ast.parse(read(f"{module}.py"))
-    names = {alias.name.split(".")[0] for node in ast.walk(tree)
+    """The project modules a module imports, anywhere in it: `import worlds` and `from worlds
+    import clips` name worlds and worlds.clips."""
+    tree = ast.parse(read(path_of(module)))
+    names = {alias.name for node in ast.walk(tree)
              if isinstance(node, ast.Import) for alias in node.names}
-    names |= {node.module.split(".")[0] for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module}
-    return names & set(MODULES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return (names & set(MODULES)) - {module}
+
+
+def test_the_top_level_reads_as_the_card_and_the_rest_is_in_folders():
+    top = {m for m in MODULES if "." not in m and m not in ("worlds", "studies")}
+    assert top == TOP, f"the top holds {sorted(top - TOP)} beyond the card, lacks {TOP - top}"
+    import worlds
+    for name, world in worlds.WORLDS.items():         # a world is one file of worlds/, one line
+        assert name == "shapes2d" or world.__name__ == f"worlds.{name}", name
 
 
 def test_the_world_stands_on_the_ground_floor():

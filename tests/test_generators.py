@@ -3,7 +3,6 @@
 A run that is killed or interrupted goes through the command line, a new Python; every other run
 calls the script's main(argv) in this process, as its command line does, sparing a start-up
 (a new Python and its torch import) where the exit of the process is not under test."""
-import importlib
 import json
 import os
 import re
@@ -23,14 +22,14 @@ from scripts import FAST, ONCE, ROOT
 
 SCRIPTS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "jepa_maskgit.py", "ar.py"]
 MASKED = ["maskgit.py", "jepa_maskgit.py", "givt.py", "mar.py"]    # the models with --mask-schedule
-IMPORTED = {name: importlib.import_module(name[:-3]) for name in SCRIPTS}
+IMPORTED = {name: scripts.module_of(name) for name in SCRIPTS}
 EIGHT = ["--steps", "8", "--eval-every", "4", *FAST[4:]]                  # evaluations 4, 6, 8
 _FINISHED, _KILLED = {}, {}
 
 
 def launch(script, *args, **streams):
-    return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *map(str, args)], cwd=ROOT,
-                            **streams)
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, scripts.where(script)),
+                             *map(str, args)], cwd=ROOT, **streams)
 
 
 def finished(script, tmp_path_factory):

@@ -29,7 +29,7 @@ def parsed(job):
     """The job's command line read by its own script's parser, as the run will read it."""
     argv, script = job[2], job[4]
     assert argv[1] == os.path.join(ROOT, script)
-    return vars(runs.script(script[:-3]).parse(argv[2:])[1])
+    return vars(runs.script(os.path.basename(script)[:-3]).parse(argv[2:])[1])
 
 
 def test_the_check_runs_each_scripts_own_default(tmp_path):
@@ -37,7 +37,7 @@ def test_the_check_runs_each_scripts_own_default(tmp_path):
     assert [job[3] for job in jobs] == list(runs.MODELS)
     for job in jobs:
         folder, steps, name, script = job[0], job[1], job[3], job[4]
-        own = vars(runs.script(script[:-3]).parse([])[1])     # `python <script>` with no flags
+        own = vars(runs.script(os.path.basename(script)[:-3]).parse([])[1])     # with no flags
         got = parsed(job)
         assert got == dict(own, device="cuda", out=folder), name
         assert folder == os.path.join(str(tmp_path), "runs", name) and steps == got["steps"]
@@ -53,7 +53,7 @@ def test_a_budget_flag_changes_every_run_and_objects_gets_no_training_set_flag(t
         budget = (got["steps"], got["eval_every"], got["samples_per_comp"], got["seed"])
         assert budget == (40, 2, 2, 1)
         assert got.get("train_per_comp", 7) == 7
-        assert ("--train-per-comp" in job[2]) == (job[4] != "objects.py")
+        assert ("--train-per-comp" in job[2]) == (job[4] != "studies/objects.py")
 
 
 def test_the_time_course_runs_the_long_runs_first_then_the_ladder_seed_by_seed(tmp_path):
@@ -63,7 +63,7 @@ def test_the_time_course_runs_the_long_runs_first_then_the_ladder_seed_by_seed(t
         "maskgit-60000steps-seed0", "dit-60000steps-seed0",
         *[f"{model}-10000steps-seed{seed}" for seed in (0, 1, 2) for model in ladder]]
     for job in jobs:
-        model, steps, seed = job[4][:-3], job[1], int(job[3][-1])
+        model, steps, seed = os.path.basename(job[4])[:-3], job[1], int(job[3][-1])
         own = vars(runs.script(model).parse(gpu_check.RECIPE)[1])        # the recipe, and no more
         assert parsed(job) == dict(own, steps=steps, seed=seed, device="cuda", out=job[0]), job[3]
     recipe = {job[3]: parsed(job)["lr_schedule"] for job in jobs}
@@ -154,7 +154,7 @@ def test_a_row_and_its_table_line_are_read_from_the_run_folder(tmp_path):
     line = {"exact": {}, "trained": 1.0, "level2": 1.0}                # no level-2 in its world
     fabricate(objects, [dict(line, step=250, seconds=5.0, beyond=0.75),
                         dict(line, step=1500, seconds=50.0, trained=0.8125, beyond=0.9375)], [60])
-    row = gpu_check.row((objects, 1500, [], "objects", "objects.py"), failed=[])
+    row = gpu_check.row((objects, 1500, [], "objects", "studies/objects.py"), failed=[])
     assert (row["target"], row["reached_step"], row["reached_seconds"]) == ("beyond", 1500, 50.0)
     assert row["readings"] == {"trained": 0.8125, "beyond": 0.9375}
     assert gpu_check.table_line(row).endswith(

@@ -7,7 +7,6 @@ without one.
 The network's weights are drawn away from adaLN-Zero's zero start first (a zero gate or head
 passes no gradient back: at step 0 most of the network rightly gets none), and the condition
 hides factors now and then (--cond dropout), so that the learned nulls are read too."""
-import importlib
 
 import pytest
 import torch
@@ -26,7 +25,7 @@ class Stepped(Exception):
 def one_step(name, *flags):
     """One training step of name's train(config): ({what: module} of the modules meant to learn,
     the same of those meant to stay frozen), holding the gradients the step gave them."""
-    module = importlib.import_module(name)
+    module = runs.script(name)
     _, args = module.parse([*COMMON, *(SHAPES2D if name != "objects" else []), *flags])
     learning, frozen = {}, {}
     build = module.build

@@ -10,7 +10,7 @@ import torch
 import data
 import dit
 import givt
-import inside
+from studies import inside
 import judge
 import mar
 import maskgit

@@ -94,7 +94,7 @@ def test_evaluate_reports_the_product_rule(real):
 
 def test_a_wobbly_triangle_is_composed_but_not_precise():
     """The case that started it: an outline off by about a pixel all round."""
-    import calibration
+    from worlds import shapes2d_calibration as calibration
     accepted, _, bits = calibration.calibration_images(60, seed=5)
     wobbly = accepted["boundary jitter (up to 1 px)"]
     judged = judge.readings(wobbly, bits)

@@ -10,7 +10,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import label  # noqa: E402
-import shapes3d  # noqa: E402
+from worlds import shapes3d  # noqa: E402
 
 
 def test_family_joins_a_runs_seeds_and_keeps_its_model_and_seen_set():
@@ -171,7 +171,7 @@ def test_a_sheet_is_a_row_a_sample_and_its_references_across(tmp_path):
               ).astype(np.uint8)
     label.draw_shapes3d_sheet(str(tmp_path / "s.png"), images, bits, [5, 9])
     assert matplotlib.image.imread(tmp_path / "s.png").shape[:2] == (290, 1000)
-    import clips
+    from worlds import clips
     asked = np.array([[0, 2], [1, 0], [0, 1]])
     clip_images = (clips.render(clips.sample_latents(asked, np.random.default_rng(0))) * 255
                    ).astype(np.uint8)

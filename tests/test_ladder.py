@@ -7,8 +7,10 @@ import re
 
 import pytest
 
+import scripts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GENERATORS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "ar.py"]
+GENERATORS = ["dit.py", "maskgit.py", "givt.py", "mar.py", "studies/ar.py"]
 LADDER = ["maskgit.py", "givt.py", "mar.py", "dit.py"]
 SHARED = {   # name -> the files that must hold the same copy
     "sincos_positions": GENERATORS,
@@ -18,9 +20,9 @@ SHARED = {   # name -> the files that must hold the same copy
     "parse": LADDER,
     "get_config": GENERATORS,
     "main": GENERATORS,
-    "SCALE_FLOOR": ["givt.py", "ar.py"],
-    "log_density": ["givt.py", "ar.py"],
-    "choose_component": ["givt.py", "ar.py"],
+    "SCALE_FLOOR": ["givt.py", "studies/ar.py"],
+    "log_density": ["givt.py", "studies/ar.py"],
+    "choose_component": ["givt.py", "studies/ar.py"],
     "timestep_embedding": ["dit.py", "mar.py"],
     "draw_time": ["dit.py", "mar.py"],
     "mask_ratio": ["maskgit.py", "givt.py", "mar.py"],
@@ -32,7 +34,7 @@ SHARED = {   # name -> the files that must hold the same copy
 def definitions(path):
     """name -> the whole lines of each top-level definition or constant, decorators and comments
     on its last line included (a comment is part of what a reader reads)."""
-    lines = open(os.path.join(ROOT, path)).read().splitlines()
+    lines = open(os.path.join(ROOT, scripts.where(path))).read().splitlines()
     found = {}
     for node in ast.parse("\n".join(lines)).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -62,7 +64,7 @@ def test_each_shared_piece_is_the_same_text_in_every_file(name):
 
 def test_no_file_defines_a_piece_twice():
     for path in GENERATORS + ["jepa_maskgit.py"]:
-        source = open(os.path.join(ROOT, path)).read()
+        source = open(os.path.join(ROOT, scripts.where(path))).read()
         names = [n.name for n in ast.parse(source).body
                  if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
         assert len(names) == len(set(names)), path
@@ -78,7 +80,7 @@ def test_the_generators_share_one_training_loop_but_its_loss():
                             "         # bf16 or fp16 on a GPU")
         end = lines.index("        optimizer.zero_grad(set_to_none=True)")
         return lines[:start + 1] + lines[end:]
-    for path in LADDER + ["ar.py"]:
+    for path in LADDER + ["studies/ar.py"]:
         assert loop(path) == loop("dit.py"), f"{path}'s train differs from dit.py's beyond its loss"
 
 
@@ -87,9 +89,9 @@ def test_a_student_follows_the_loop_with_at_most_six_names_from_other_files():
     from one) is one more place a reader must look; a generator's loop needs at most seven, the
     world it learns (worlds.world) among them (jepa_maskgit.py's, beside them, reads maskgit.py's
     build and draw: the file it extends)."""
-    project = {name[:-3] for name in os.listdir(ROOT) if name.endswith(".py")}
-    for path in GENERATORS + ["jepa_maskgit.py", "objects.py"]:
-        tree = ast.parse(open(os.path.join(ROOT, path)).read())
+    project = {name[:-3] for name in os.listdir(ROOT) if name.endswith(".py")} | {"worlds"}
+    for path in GENERATORS + ["jepa_maskgit.py", "studies/objects.py"]:
+        tree = ast.parse(open(os.path.join(ROOT, scripts.where(path))).read())
         imported = {alias.asname or alias.name: node.module for node in tree.body
                     if isinstance(node, ast.ImportFrom) and node.module in project
                     for alias in node.names}
@@ -106,7 +108,8 @@ def test_a_student_follows_the_loop_with_at_most_six_names_from_other_files():
 def diff_count(a, b):
     """The lines a shortest diff from file a to file b changes, removed plus added (what `diff a b`
     shows): the lines of both less twice their longest common subsequence."""
-    old, new = (open(os.path.join(ROOT, path)).read().splitlines() for path in (a, b))
+    old, new = (open(os.path.join(ROOT, scripts.where(path))).read().splitlines()
+                for path in (a, b))
     longest = [0] * (len(new) + 1)
     for line in old:
         previous = longest[:]
@@ -141,18 +144,18 @@ def test_every_generator_trains_with_the_same_recipe_and_its_block_holds_every_k
     import importlib
     first = importlib.import_module("maskgit").DEFAULTS
     outside = {"seed", "device", "out", "resume", "keep_checkpoints", "compile"}   # not knobs
-    for path in GENERATORS + ["jepa_maskgit.py", "maskgit_factored.py"]:
-        module = importlib.import_module(path[:-3])
+    for path in GENERATORS + ["jepa_maskgit.py", "studies/maskgit_factored.py"]:
+        module = scripts.module_of(path)
         block = module.DEFAULTS
         assert list(block)[:len(RECIPE)] == list(RECIPE), path
         differs = {key for key in RECIPE if block[key] != first[key]}
         assert differs == {k for p, k in ALLOWED if p == path}, path
         assert all(block[key] == value for (p, key), value in ALLOWED.items() if p == path), path
-        if path in ("jepa_maskgit.py", "maskgit_factored.py"):
+        if path in ("jepa_maskgit.py", "studies/maskgit_factored.py"):
             assert all(block[key] == value for key, value in first.items()), path
         config = vars(module.parse([])[1])
         assert set(config) - outside == set(block), (path, set(config) ^ set(block))
-        ar_resolves = {"tokenizer"} if path == "ar.py" else set()   # None: the head's own
+        ar_resolves = {"tokenizer"} if path == "studies/ar.py" else set()   # None: the head's own
         assert {key: config[key] for key in block if key not in ar_resolves} == \
             {key: value for key, value in block.items() if key not in ar_resolves}, path
     assert not hasattr(importlib.import_module("runs"), "CONSTANTS")    # no code written as strings
@@ -167,10 +170,9 @@ def test_the_copies_are_compared_with_their_comments():
 def test_every_generator_offers_build_draw_and_its_sampling_settings():
     """What tools/ and inside.py use of a generator, and nothing else: parse, build, draw,
     SAMPLING."""
-    import importlib
     import runs
     for name in runs.MODELS:
-        module = importlib.import_module(name)
+        module = runs.script(name)
         parser, args = module.parse([])
         model, tokenizer = module.build(vars(args))
         assert all(key in vars(args) for key in module.SAMPLING), name

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import data
 import maskgit
-import maskgit_factored
+from studies import maskgit_factored
 
 MASKS, COLOURS = 16, 2
 

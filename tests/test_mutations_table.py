@@ -15,8 +15,8 @@ from mutations import MUTATIONS  # noqa: E402
 def test_the_table_has_forty_rows_over_every_method_file():
     assert len(MUTATIONS) >= 40
     files = {row[0] for row in MUTATIONS}
-    assert {"maskgit.py", "givt.py", "mar.py", "dit.py", "jepa_maskgit.py", "ar.py", "data.py",
-            "probe.py", "judge.py", "inside.py"} <= files
+    assert {"maskgit.py", "givt.py", "mar.py", "dit.py", "jepa_maskgit.py", "studies/ar.py",
+            "data.py", "probe.py", "judge.py", "studies/inside.py"} <= files
 
 
 @pytest.mark.parametrize("path, right, wrong, guards, assignment", MUTATIONS)
@@ -32,7 +32,8 @@ def test_every_mutation_finds_its_text_and_names_tests_that_exist(path, right, w
         assert name in defined, f"{guard} does not exist"
 
 
-GENERATORS = ["maskgit.py", "givt.py", "mar.py", "dit.py", "jepa_maskgit.py", "ar.py", "objects.py"]
+GENERATORS = ["maskgit.py", "givt.py", "mar.py", "dit.py", "jepa_maskgit.py", "studies/ar.py",
+              "studies/objects.py"]
 # Functions of a generator that hold no method, so need no row: the command line (each flag has
 # its rows, tests/test_flags.py), a constructor that only declares layers (a wrong one is a shape
 # error, not a quiet bug), and the picture of the samples.

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import data
-import objects
-import objects_world
+from studies import objects
+from worlds import objects_world
 import runs
 import tokenizers
 import scripts

@@ -14,7 +14,7 @@ import pytest
 import torch
 from test_flags import calls, closed_form, states_differ
 
-import objects
+from studies import objects
 import runs
 
 TINY = ["--steps", "1", "--batch-size", "2", "--width", "16", "--depth", "1", "--heads", "2",

@@ -146,8 +146,8 @@ def test_the_factor_loss_is_the_mean_cross_entropy_over_samples_and_factors():
 
 
 def test_classes_of_a_world_counts_the_values_of_each_factor():
-    import clips
-    import shapes3d
+    from worlds import clips
+    from worlds import shapes3d
     assert probe.classes_of(data) == (2, 2, 2)
     assert probe.classes_of(shapes3d) == (10, 3, 8)
     assert probe.classes_of(clips) == (2, 3)
@@ -156,7 +156,7 @@ def test_classes_of_a_world_counts_the_values_of_each_factor():
 def test_a_probe_of_another_world_trains_on_all_its_compositions_from_its_seed():
     """The many-valued world: real images of each of its 240 compositions (the seed's), their
     value indices, and a probe of 10 + 3 + 8 logits whose first weights the seed draws."""
-    import shapes3d
+    from worlds import shapes3d
     images, targets, untrained = probe.start_training(probe.raw_pixels, 1, seed=5,
                                                       world=shapes3d)
     real, bits, _ = shapes3d.make_dataset(shapes3d.COMPOSITIONS, 1, 5)
@@ -176,7 +176,7 @@ def test_train_probe_is_the_studys_recipe_on_the_worlds_images(monkeypatch):
     told, from its seed; Adam at lr 1e-3 on the probe's weights; 200 epochs, each a permutation
     drawn from the seed cut into batches of 128, and each step zeroes the gradients, takes the
     loss of its batch's raw pixels and steps."""
-    import shapes3d
+    from worlds import shapes3d
     asked, events = [], []
     images = np.random.default_rng(0).random((130, 1, 1, 2)).astype(np.float32)
     untrained = probe.LinearProbe(dim=2, classes=(2,))
@@ -224,7 +224,7 @@ def test_a_cached_probe_is_trained_once_per_world_and_number_of_images(tmp_path,
     with the feature map it is given. The key changes with the world (clips: as many images as
     Shapes2D, other classes), with PROBE_PER_CODE, the training's recipe and PROBE_SEED: each
     trains anew."""
-    import clips
+    from worlds import clips
     monkeypatch.setattr(data, "CACHE_DIR", str(tmp_path))
     trainings = []
 
@@ -258,7 +258,7 @@ def test_the_study_probe_is_the_worlds_own_and_not_the_judges_reader(monkeypatch
     """load_probe: the probe on raw pixels, trained by train_probe on the world asked for, cached
     under a name of its own and its recipe (the judge's factor reader, on centred pixels, has
     another name and recipe)."""
-    import shapes3d
+    from worlds import shapes3d
     asked, trained = [], []
 
     def cached(name, read, train, world=data, recipe=()):

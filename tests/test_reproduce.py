@@ -95,7 +95,7 @@ def test_the_study_as_a_list_of_commands(tmp_path, capsys):
     for line in lines:
         words = shlex.split(line)
         assert words[0] == "python" and os.path.exists(os.path.join(ROOT, words[1])), line
-        args = vars(plumbing.script(words[1][:-3]).parse(words[2:])[1])   # its own parser's
+        args = vars(plumbing.script(os.path.basename(words[1])[:-3]).parse(words[2:])[1])
         assert args["out"].startswith(str(tmp_path / "my runs")) and args["seed"] == 0, line
     assert "python dit.py --steps 3 " in lines[4]
     assert sum("--steps 6 " in line for line in lines) == 4           # the time course: from step 0
@@ -258,15 +258,17 @@ def test_the_suite_lists_each_questions_runs_with_their_own_flags(tmp_path):
     """Each question's runs and the flags each carries, as written out by hand above: the
     diversity sweep lists MaskGIT and DiT at 12, 24, 34, 48 and 95 seen codes and MAR at 12 to 48,
     each with --world shapes3d --lr-schedule cosine; the clips' runs --world clips; every run's
-    script is its name's first part; the ladder comes first."""
+    script is its name's first part (studies/ for the further questions' scripts); the ladder
+    comes first."""
     import reproduce
+    import runs
     runs_dir = str(tmp_path / "runs")
     found = {}
     for folder, steps, argv in reproduce.jobs(runs_dir, reproduce.BUDGETS["tiny"], "cpu"):
         question, name, seed = where(runs_dir, folder)
         if question == reproduce.LONG:
             continue
-        assert argv[1] == os.path.join(ROOT, name.split("-")[0] + ".py"), argv
+        assert argv[1] == os.path.join(ROOT, runs.script_file(name.split("-")[0])), argv
         found.setdefault(question, {})[name] = settings(argv)[1]
     assert list(found) == list(RUNS)
     for question, members in RUNS.items():

@@ -9,7 +9,6 @@ objects.py's host generator that places the discs), and each must be saved and r
 
 A ckpt.pt cut short (a disk that filled, a copy that stopped) ends --resume in one line that
 names the file and says to start a new --out, not in torch's traceback."""
-import importlib
 import json
 import os
 import shutil
@@ -34,7 +33,7 @@ OWN = {"maskgit.py": ["--sample-steps", "2"], "givt.py": ["--sample-steps", "2"]
 
 def config(script, out, *flags, resume=False):
     """The script's config for TINY on ELSEWHERE, its run folder out."""
-    module = importlib.import_module(script[:-3])
+    module = scripts.module_of(script)
     shapes2d = ["--train-per-comp", "10"] if script != "objects.py" else []
     _, args = module.parse([*TINY, *OWN[script], *shapes2d, *flags, "--out", str(out),
                             *(["--resume"] if resume else [])])

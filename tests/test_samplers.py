@@ -15,7 +15,7 @@ import math
 import numpy as np
 import torch
 
-import ar
+from studies import ar
 import data
 import givt
 import mar

@@ -12,10 +12,10 @@ import types
 import numpy as np
 import pytest
 
-import clips
+from worlds import clips
 import data
 import probe
-import shapes3d
+from worlds import shapes3d
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))

@@ -14,7 +14,7 @@ import data
 import probe
 import runs
 import scripts
-import shapes3d
+from worlds import shapes3d
 import tokenizers
 import worlds
 

@@ -96,7 +96,7 @@ def ceiling():
     threshold of judge.LEGIBLE alone, the values the suite allows (every accepted kind >= 98%
     composed, every rejected kind <= 3% legible, seed 1 as in `python judge.py`), then the best
     agreement over a grid of the four thresholds behind most disagreements, allowed or not."""
-    from calibration import calibration_images
+    from worlds.shapes2d_calibration import calibration_images
     accepted, rejected, asked = calibration_images(400, seed=1)
     accepted = [judge.read_objects(judge.as_float(images)) for images in accepted.values()]
     rejected = [judge.read_objects(judge.as_float(images)) for images in rejected.values()]

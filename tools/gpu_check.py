@@ -88,8 +88,9 @@ def job(out, name, model, settings, steps, seed, device, flags=()):
         raise SystemExit(f"error: --eval-every {settings['eval_every']} is larger than the "
                          f"{steps} steps of {name}")
     folder = os.path.join(out, "runs", name)
-    argv = reproduce.command(f"{model}.py", list(flags), seed, settings, folder, steps, device)
-    return folder, steps, argv, name, f"{model}.py"
+    argv = reproduce.command(runs.script_file(model), list(flags), seed, settings, folder, steps,
+                             device)
+    return folder, steps, argv, name, runs.script_file(model)
 
 
 def plan(out, budget, overrides, seed, device, models=runs.MODELS):
@@ -256,7 +257,7 @@ def readings(metrics, script):
     """The last evaluation's readings: Shapes2D's composed splits and the study's probe on 111;
     objects.py's drawn-exactly shares, 1-3 asked (trained) and 4-8 (beyond)."""
     last = metrics[-1]
-    if script == "objects.py":
+    if script == "studies/objects.py":
         return {"trained": last["trained"], "beyond": last["beyond"]}
     return {"seen": last["seen"], "level1": last["level1"], "level2": last["level2"],
             "probe_111": last["probe_acc"]["111"]}
@@ -281,7 +282,7 @@ def row(job, failed):
     if os.path.exists(os.path.join(folder, "config.json")):
         with open(os.path.join(folder, "config.json")) as f:
             config = json.load(f)
-    key = "beyond" if script == "objects.py" else "level2"
+    key = "beyond" if script == "studies/objects.py" else "level2"
     reached = first_reaching(metrics, key) if metrics else None
     best = max(metrics, key=lambda m: m[key]) if metrics else None
     seconds = metrics[-1]["seconds"] if metrics else None
@@ -329,7 +330,7 @@ def number(value, unit=""):
 def table_line(r):
     """A markdown row: objects.py's trained and beyond readings stand under seen and level-2."""
     link = f"[`{r['script']}`](runs/{r['run']}/samples.png)"
-    name = link if r["run"] == r["script"][:-3] else f"{link} `{r['run']}`"
+    name = link if r["run"] == os.path.basename(r["script"])[:-3] else f"{link} `{r['run']}`"
     if r["reached_step"] is not None:
         reached = f"step {r['reached_step']}, {seconds_text(r['reached_seconds'])}"
     elif r["best"]:
@@ -337,7 +338,7 @@ def table_line(r):
     else:
         reached = "–"
     got = r["readings"] or {}
-    if r["script"] == "objects.py":
+    if r["script"] == "studies/objects.py":
         cells = [percent(got.get("trained")), "–", percent(got.get("beyond")), "–"]
         reached += " ¹"
     else:
@@ -430,7 +431,7 @@ def print_rows(rows):
             reached = f"step {r['reached_step']} ({r['reached_seconds']:.1f} s)"
         else:
             reached = "not reached"
-        if r["script"] == "objects.py":
+        if r["script"] == "studies/objects.py":
             read = f"exact 1-3 {percent(got.get('trained'))} | 4-8 {percent(got.get('beyond'))}"
         else:
             read = (f"seen {percent(got.get('seen'))} | level-1 {percent(got.get('level1'))} | "

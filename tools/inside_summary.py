@@ -3,9 +3,9 @@
     python tools/inside_summary.py results/inside --add runs/ladder/maskgit ...  # keep runs
     python tools/inside_summary.py results/inside                   # rebuild from what is kept
 
-Reads results/<question>/runs/<name>/inside.json (written by `python inside.py RUN`) beside the
-run's config.json, groups runs by setting as tools/collect.py does (means over seeds), and
-writes inside.md (the run's three readings, reach, readout by layer, units and circuits, the
+Reads results/<question>/runs/<name>/inside.json (written by `python studies/inside.py RUN`)
+beside the run's config.json, groups runs by setting as tools/collect.py does (means over seeds),
+and writes inside.md (the run's three readings, reach, readout by layer, units and circuits, the
 circuit ablation, over training), layers.png (the level-2 readout by layer) and
 attribution.png (each unit's drop per factor, seed 0 of each setting). --add keeps a run's
 files as tools/collect.py does, and its inside.json.
@@ -47,7 +47,7 @@ def add(folder, sources):
     missing = [source for source in sources
                if not os.path.exists(os.path.join(source, "inside.json"))]
     if missing:
-        raise SystemExit(f"error: {missing[0]} holds no inside.json; run python inside.py "
+        raise SystemExit(f"error: {missing[0]} holds no inside.json; run python studies/inside.py "
                          f"{missing[0]} first")
     collect.add(folder, sources)
     for source in sources:
@@ -143,7 +143,8 @@ def text(folder):
     kept = load(folder)
     lines = ["Rebuilt by `python tools/inside_summary.py "
              f"results/{os.path.basename(os.path.normpath(folder))}` from the "
-             "inside.json of each kept run (`python inside.py RUN`); mean ± std over seeds.", "",
+             "inside.json of each kept run (`python studies/inside.py RUN`); mean ± std over "
+             "seeds.", "",
              "## The runs' own readings at the step read (composed %, and level-2's "
              "fidelity and probe)", "",
              *reading_rows(kept), "",

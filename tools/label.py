@@ -92,7 +92,7 @@ def shapes3d_references(bits):
     """Real renders (8, 32, 32, 3) beside a sample asked for bits: the asked code, its size one
     class smaller and larger (for the largest, one step beyond the world), its neighbour hues,
     its other two shapes, each at the class's middle values; and their titles."""
-    import shapes3d as s3
+    from worlds import shapes3d as s3
     color, shape, size = (int(b) for b in bits)
     rows, titles = [], []
 
@@ -115,7 +115,7 @@ def shapes3d_references(bits):
 
 
 def draw_shapes3d_sheet(path, images, factors, numbers, scale=4):
-    import shapes3d as s3
+    from worlds import shapes3d as s3
     plt = runs.pyplot()
     fig, axes = plt.subplots(len(images), 8, figsize=(8 * 1.25, len(images) * 1.45))
     axes = np.atleast_2d(axes)
@@ -137,7 +137,7 @@ def draw_shapes3d_sheet(path, images, factors, numbers, scale=4):
 
 
 def draw_clips_sheet(path, images, factors, numbers):
-    import clips as cl
+    from worlds import clips as cl
     plt = runs.pyplot()
     real, bits, _ = cl.make_dataset(cl.COMPOSITIONS, 1, seed=7)
     real_of = {cl.bits_to_code(b): clip for clip, b in zip(real, bits)}

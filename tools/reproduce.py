@@ -29,7 +29,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import collect  # noqa: E402
 import runs  # noqa: E402
-from shapes3d import SEEN_COUNTS  # noqa: E402
+from worlds.shapes3d import SEEN_COUNTS  # noqa: E402
 
 BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evaluation and data sizes
     "tiny": dict(steps=3, long_steps=6, eval_every=2, samples_per_comp=2, train_per_comp=100,
@@ -47,9 +47,9 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                "givt": ("givt.py", []), "mar": ("mar.py", []), "dit": ("dit.py", [])},
     "tokenizers": {f"{model}-{tokenizer}": (f"{model}.py", ["--tokenizer", tokenizer])
                    for model in ("dit", "mar", "givt") for tokenizer in ("codebook", "pca")},
-    "causal": {"ar": ("ar.py", []),
-               "ar-gmm-codebook": ("ar.py", ["--head", "gmm", "--tokenizer", "codebook"]),
-               "ar-gmm": ("ar.py", ["--head", "gmm"])},
+    "causal": {"ar": ("studies/ar.py", []),
+               "ar-gmm-codebook": ("studies/ar.py", ["--head", "gmm", "--tokenizer", "codebook"]),
+               "ar-gmm": ("studies/ar.py", ["--head", "gmm"])},
     "conditioning": {f"dit-{mode}": ("dit.py", ["--cond", mode])
                      for mode in ("dropout", "discrete", "discrete-dropout")},
     "unmasking": {"maskgit-random": ("maskgit.py", ["--unmask", "random"])},
@@ -62,7 +62,8 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                     for n in counts}},
     "clips": {name: (f"{name}.py", ["--world", "clips", "--lr-schedule", "cosine"])
               for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # the same recipe
-    "objects": {f"objects-{cond}-{where}": ("objects.py", ["--cond", cond, "--locality", where])
+    "objects": {f"objects-{cond}-{where}": ("studies/objects.py",
+                                            ["--cond", cond, "--locality", where])
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
                                     ("all", "local"))},
 }
@@ -76,7 +77,7 @@ def command(script, flags, seed, budget, folder, steps, device):
     """The run's own command line, every budget setting spelled out (objects.py renders new images
     each step; a --world other than Shapes2D sizes its training set and evaluation itself)."""
     own = "--world" in flags
-    data = ["--train-per-comp", str(budget["train_per_comp"])] * (script != "objects.py"
+    data = ["--train-per-comp", str(budget["train_per_comp"])] * (script != "studies/objects.py"
                                                                   and not own)
     samples = ["--samples-per-comp", str(budget["samples_per_comp"])] * (not own)
     return [sys.executable, os.path.join(ROOT, script), "--steps", str(steps), "--seed", str(seed),

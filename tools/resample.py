@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import runs  # noqa: E402
 import worlds  # noqa: E402
-from inside import load_trained  # noqa: E402
+from studies.inside import load_trained  # noqa: E402
 
 
 def parse_settings(module, pairs):

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-import objects
-import objects_world
+from studies import objects
+from worlds import objects_world
 import tokenizers
 
 pytestmark = pytest.mark.a10

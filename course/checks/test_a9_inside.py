@@ -8,7 +8,7 @@ import torch
 
 import data
 import dit
-import inside
+from studies import inside
 
 pytestmark = pytest.mark.a9
 

@@ -13,8 +13,8 @@ Training is teacher forcing: slot i sees the true tokens 0..i-1 and predicts tok
 64 slots at once behind a causal mask. Sampling draws the tokens in 64 steps, with a
 temperature. Trained on seen compositions only.
 
-    python ar.py                                    # the categorical head
-    python ar.py --head gmm --out runs/ar-gmm       # the mixture head
+    python studies/ar.py                                    # the categorical head
+    python studies/ar.py --head gmm --out runs/ar-gmm       # the mixture head
 
 Sections: config -> model -> the causal order and the two likelihoods -> training -> sampling
 -> evaluation.
@@ -22,6 +22,8 @@ Sections: config -> model -> the causal order and the two likelihoods -> trainin
 import argparse
 import copy
 import math
+import os
+import sys
 
 import numpy as np
 import torch
@@ -29,6 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the top
 import captions
 import data
 import runs

@@ -26,12 +26,14 @@ unchanged. Latents, one row an image:
 """
 import hashlib
 import itertools
+import os
 import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the top
 import data
 
 NAME = "shapes3d"

@@ -2,7 +2,7 @@
 
 A toy version of Bradley, "Local Mechanisms of Compositional Generalization in Conditional
 Diffusion" (arXiv 2509.16447): dit.py's objective, backbone and sampler, conditioned on object
-locations, trained on 1, 2 or 3 discs (objects_world.py) and asked for 0 to 10, the paper's
+locations, trained on 1, 2 or 3 discs (worlds/objects_world.py) and asked for 0 to 10, the paper's
 range. Two flags set what it learns from and how:
 
     --cond all | one    the training condition: every object's location, or one of them (at random)
@@ -12,7 +12,7 @@ range. Two flags set what it learns from and how:
                         attends to the 3x3 patches around it (each block reads a patch further)
     --locality patch    as local, but no token attends to another: a pixel reads within REACH
 
-    python objects.py --cond one --locality patch --out runs/objects-one-patch
+    python studies/objects.py --cond one --locality patch --out runs/objects-one-patch
 
 A sample is right when it holds exactly the asked number of discs, each within 2 px of its own
 asked location (objects_world.objects_right). The paper finds the models that generalize local in
@@ -23,6 +23,8 @@ evaluation.
 import argparse
 import copy
 import math
+import os
+import sys
 
 import numpy as np
 import torch
@@ -30,8 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the top
 import data
-import objects_world
+from worlds import objects_world
 import runs
 import tokenizers
 from dit import Block, flow_loss, modulate, noisy, sample, sincos_positions, timestep_embedding

@@ -1,8 +1,8 @@
 """Inside: what drives composition, read from a trained network's layers, heads and blocks.
 
-    python inside.py runs/maskgit                   # the run's last checkpoint: inside.json, table
-    python inside.py runs/maskgit --over-training   # also each kept checkpoint (--keep-checkpoints)
-    python inside.py runs/maskgit --device cuda     # on a GPU (close to, not the CPU's readings)
+    python studies/inside.py runs/maskgit                  # the last checkpoint: inside.json, table
+    python studies/inside.py runs/maskgit --over-training  # also each kept checkpoint
+    python studies/inside.py runs/maskgit --device cuda    # on a GPU (near the CPU's readings)
 
 Reads any run of maskgit.py, jepa_maskgit.py, givt.py, mar.py or dit.py: the EMA network,
 as the evaluations use it. Five readings, each defined here (the paper defines none of them;
@@ -46,12 +46,14 @@ import json
 import math
 import os
 import re
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the top
 import data
 import judge
 import probe

@@ -7,12 +7,15 @@ categoricals instead, logits a_coverage + b_colour, so p(code) = p(coverage) p(c
 that can put mass on a pair never seen together, if each part was seen. Everything else is
 maskgit.py's: flags, masking, loss, training, decoding. The report reads the result.
 
-    python maskgit_factored.py --out runs/maskgit-factored
+    python studies/maskgit_factored.py --out runs/maskgit-factored
 """
 import argparse
+import os
+import sys
 
 import torch.nn as nn
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the top
 import data
 import maskgit
 import runs
