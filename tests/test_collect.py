@@ -1,4 +1,5 @@
-"""tools/collect.py against known answers: a results folder of hand-made runs (their configs,
+"""tools/collect.py and its parts (tools/collect_settings.py, collect_tables.py, collect_worlds.py,
+collect_pictures.py) against known answers: a results folder of hand-made runs (their configs,
 metrics and samples written here, every number chosen so that the table's cells can be worked out
 by hand), and each function on its own: the rows it reads, how it groups them (by setting, seeds in
 order), how it averages (by composition and split, over seeds, over the numbers asked) and how it
@@ -16,6 +17,10 @@ import data
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import collect  # noqa: E402
+import collect_pictures  # noqa: E402
+import collect_settings  # noqa: E402
+import collect_tables  # noqa: E402
+import collect_worlds  # noqa: E402
 
 COMMIT = {"aaaa": "a" * 40, "bbbb": "b" * 40}
 
@@ -125,86 +130,92 @@ def test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order(ladd
 
 def test_collect_groups_and_readers_on_their_own():
     history = RUNS["dit"][1]
-    assert collect.reading_at(history, "level2", 4) == 0.6 and collect.reading_at(
-        history, "seen", 2) == 0.1
+    assert collect_pictures.reading_at(history, "level2", 4) == 0.6
+    assert collect_pictures.reading_at(history, "seen", 2) == 0.1
     members = [("a", {"seed": 0, "provenance": provenance("aaaa")}, []),
                ("b", {"seed": 1, "provenance": provenance("bbbb")}, []),
                ("c", {"seed": 2, "provenance": provenance("bbbb")}, [])]
-    assert collect.seeds_of(members) == "0, 1, 2"
-    assert collect.commits(members) == "aaaaaaa (seed 0), bbbbbbb (seeds 1, 2)"
-    assert collect.commits(members[1:]) == "bbbbbbb"
+    assert collect_settings.seeds_of(members) == "0, 1, 2"
+    assert collect_settings.commits(members) == "aaaaaaa (seed 0), bbbbbbb (seeds 1, 2)"
+    assert collect_settings.commits(members[1:]) == "bbbbbbb"
     assert collect.of_objects({"o": [("o", {"model": "objects"}, [])]})
     assert not collect.of_objects({"o": [("o", {"model": "objects"}, [])],
                                    "d": [("d", {"model": "dit"}, [])]})
 
 
 def test_collect_names_a_setting_by_its_flags_away_from_the_defaults():
-    config = {**collect.defaults("maskgit"), "model": "maskgit", "seed": 0, "out": "runs/x"}
-    assert collect.setting(config) == "maskgit.py"
-    assert (collect.setting({**config, "lr": 3e-4, "label_smoothing": 0.1})
+    config = {**collect_settings.defaults("maskgit"), "model": "maskgit", "seed": 0,
+              "out": "runs/x"}
+    assert collect_settings.setting(config) == "maskgit.py"
+    assert (collect_settings.setting({**config, "lr": 3e-4, "label_smoothing": 0.1})
             == "maskgit.py --label-smoothing 0.1 --lr 0.0003")
     new = {"model": "dit", "cond": "continuous", "time_dist": "logit-normal"}
-    assert collect.setting(new) == "dit.py"
-    assert collect.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
-    assert collect.setting({**new, "resampled_from": "runs/dit"}) == "dit.py (resampled)"
+    assert collect_settings.setting(new) == "dit.py"
+    assert collect_settings.setting({**new, "time_dist": "uniform"}) == "dit.py --time-dist uniform"
+    assert collect_settings.setting({**new, "resampled_from": "runs/dit"}) == "dit.py (resampled)"
     # a model's own knobs and a longer run are settings of their own, not more seeds of the default
     # a flag whose default follows another's is named where the command needs it: ar.py's tokenizer
     ar = {"model": "ar", "head": "gmm", "tokenizer": "pixels"}
-    assert collect.setting(ar) == "ar.py --head gmm"
-    assert (collect.setting({**ar, "tokenizer": "codebook"})
+    assert collect_settings.setting(ar) == "ar.py --head gmm"
+    assert (collect_settings.setting({**ar, "tokenizer": "codebook"})
             == "ar.py --head gmm --tokenizer codebook")
-    assert collect.setting({**ar, "head": "categorical", "tokenizer": "codebook"}) == "ar.py"
-    givt = {**collect.defaults("givt"), "model": "givt", "seed": 3}
-    assert collect.setting(givt) == "givt.py"
-    assert collect.setting({**givt, "components": 16, "temperature": 0.0, "steps": 5000}) == \
+    assert collect_settings.setting({**ar, "head": "categorical",
+                                     "tokenizer": "codebook"}) == "ar.py"
+    givt = {**collect_settings.defaults("givt"), "model": "givt", "seed": 3}
+    assert collect_settings.setting(givt) == "givt.py"
+    assert collect_settings.setting({**givt, "components": 16, "temperature": 0.0,
+                                     "steps": 5000}) == \
         "givt.py --components 16 --steps 5000 --temperature 0.0"
-    assert collect.setting({**givt, "mask_schedule": "linear"}) == "givt.py --mask-schedule linear"
-    jepa = {**collect.defaults("jepa_maskgit"), "model": "jepa_maskgit", "seed": 0}
-    assert collect.setting({**jepa, "jepa_layers": [1, 3]}) == "jepa_maskgit.py --jepa-layers 1,3"
-    assert collect.setting({"model": "maskgit", "factored_head": True}) == \
+    assert collect_settings.setting({**givt, "mask_schedule": "linear"}) == \
+        "givt.py --mask-schedule linear"
+    jepa = {**collect_settings.defaults("jepa_maskgit"), "model": "jepa_maskgit", "seed": 0}
+    assert collect_settings.setting({**jepa, "jepa_layers": [1, 3]}) == \
+        "jepa_maskgit.py --jepa-layers 1,3"
+    assert collect_settings.setting({"model": "maskgit", "factored_head": True}) == \
         "maskgit.py --factored-head"
 
 
 def test_collect_defaults_are_the_scripts_own_flags_but_seed_folder_and_device():
     import dit
-    given = collect.defaults("dit", ["--cond", "discrete"])
+    given = collect_settings.defaults("dit", ["--cond", "discrete"])
     assert given["cond"] == "discrete" and given["lr"] == dit.DEFAULTS["lr"] != 1e-3
     assert not {"seed", "out", "resume", "device", "keep_checkpoints"} & set(given)
 
 
 def test_collect_reads_a_runs_commit_from_its_provenance():
     clean = {"commit": "0fc5ff413793fdb4eb18be1b64c0fd2222720d84", "uncommitted_changes": False}
-    assert collect.commit({"provenance": clean}) == "0fc5ff4"
-    assert (collect.commit({"provenance": {**clean, "uncommitted_changes": True}})
+    assert collect_settings.commit({"provenance": clean}) == "0fc5ff4"
+    assert (collect_settings.commit({"provenance": {**clean, "uncommitted_changes": True}})
             == "0fc5ff4 (uncommitted changes)")
-    assert collect.commit({}) == collect.NOT_RECORDED          # a config.json made by other code
+    assert collect_settings.commit({}) == collect_settings.NOT_RECORDED   # made by other code
 
 
 # ------------------------------------------------------------------------- averages and rounding
 def test_collect_mean_std_is_over_seeds_with_the_std_divided_by_n_and_rounds_as_asked():
-    assert collect.mean_std([0.1, 0.2, 0.6]) == "30.0 ± 21.6"           # sqrt(1400 / 3)
-    assert collect.mean_std([0.5, 0.7]) == "60.0 ± 10.0"                # not ± 14.1 (n - 1)
-    assert collect.mean_std([0.123]) == "12.3"                          # one seed: no spread
-    assert collect.mean_std([0.5, None, float("nan")]) == "50.0"        # missing left out
-    assert collect.mean_std([None]) == "-"
-    assert collect.mean_std([0.5, 1.5], 1) == "1.0 ± 0.5"
-    assert collect.mean_std([0.854, 0.8], 100, 0) == "83 ± 3"
-    assert collect.minutes(2.26) == "2.3 min" and collect.minutes(float("nan")) == "-"
+    assert collect_tables.mean_std([0.1, 0.2, 0.6]) == "30.0 ± 21.6"           # sqrt(1400 / 3)
+    assert collect_tables.mean_std([0.5, 0.7]) == "60.0 ± 10.0"                # not ± 14.1 (n - 1)
+    assert collect_tables.mean_std([0.123]) == "12.3"                          # one seed: no spread
+    assert collect_tables.mean_std([0.5, None, float("nan")]) == "50.0"        # missing left out
+    assert collect_tables.mean_std([None]) == "-"
+    assert collect_tables.mean_std([0.5, 1.5], 1) == "1.0 ± 0.5"
+    assert collect_tables.mean_std([0.854, 0.8], 100, 0) == "83 ± 3"
+    assert collect_tables.minutes(2.26) == "2.3 min"
+    assert collect_tables.minutes(float("nan")) == "-"
 
 
 def test_collect_time_to_composition_is_the_first_evaluation_at_or_above_the_mark():
     history = [{"step": 10, "level2": 0.2, "seconds": 60}, {"step": 20, "level2": 0.5,
                                                             "seconds": 120},
                {"step": 40, "level2": 0.95, "seconds": 300}]
-    assert collect.first_reaching(history, 0.5) == (20, 2.0)                # 0.5 reaches 50%
-    assert collect.first_reaching(history, 0.9) == (40, 5.0)
-    assert collect.first_reaching(history, 0.99) is None
+    assert collect_tables.first_reaching(history, 0.5) == (20, 2.0)                # 0.5 reaches 50%
+    assert collect_tables.first_reaching(history, 0.9) == (40, 5.0)
+    assert collect_tables.first_reaching(history, 0.99) is None
     later = [{"step": 40, "level2": 0.6, "seconds": 240}]
-    assert collect.mean_reaching([history, later], 0.5) == "30 (3.0 min), 2 of 2 seeds"
-    assert collect.mean_reaching([history, later], 0.9) == "40 (5.0 min), 1 of 2 seeds"
-    assert collect.mean_reaching([history, later], 0.99) == "not reached"
+    assert collect_tables.mean_reaching([history, later], 0.5) == "30 (3.0 min), 2 of 2 seeds"
+    assert collect_tables.mean_reaching([history, later], 0.9) == "40 (5.0 min), 1 of 2 seeds"
+    assert collect_tables.mean_reaching([history, later], 0.99) == "not reached"
     untimed = [{**m, "seconds": float("nan")} for m in later]
-    assert collect.mean_reaching([history, untimed], 0.5) == "30, 2 of 2 seeds"
+    assert collect_tables.mean_reaching([history, untimed], 0.5) == "30, 2 of 2 seeds"
 
 
 # ------------------------------------------------------------------------------- the table
@@ -220,10 +231,10 @@ def test_collect_table_averages_each_setting_over_its_seeds_by_split_and_composi
                        "60.0 ± 10.0 / 35.0 ± 10.0 / 75.0 ± 0.0",
                        "70.0 ± 10.0 / 35.0 ± 10.0 / 75.0 ± 0.0", "20.0 ± 10.0"]
     assert dit[6:14] == ["60.0 ± 10.0"] * 7 + ["70.0 ± 10.0"]           # 000 ... 110, then 111
-    assert dit[14:] == [collect.PAPER["dit.py"], "aaaaaaa (seed 0), bbbbbbb (seed 1)"]
+    assert dit[14:] == [collect_tables.PAPER["dit.py"], "aaaaaaa (seed 0), bbbbbbb (seed 1)"]
     assert dropout[:6] == ["0", "4", "40.0 / 25.0 / 75.0", "40.0 / 25.0 / 75.0",
                            "95.0 / 25.0 / 75.0", "0.0"]
-    assert dropout[-1] == collect.NOT_RECORDED and maskgit[-1] == "aaaaaaa"
+    assert dropout[-1] == collect_settings.NOT_RECORDED and maskgit[-1] == "aaaaaaa"
     assert list(readings) == ["maskgit.py", "dit.py", "dit.py --cond dropout"]
 
 
@@ -272,12 +283,12 @@ def test_collect_draws_each_setting_as_the_mean_over_seeds_at_the_steps_they_sha
     _, groups, _ = ladder
     import matplotlib.pyplot as plt
     axes = Axes()
-    monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
+    monkeypatch.setattr(collect_pictures.runs, "pyplot", lambda: type("plt", (), {
         "rcParams": plt.rcParams, "subplots": staticmethod(lambda *a, **k: (Axes(), [[axes]])),
         "close": staticmethod(lambda fig: None)}))
     shorter = {"dit.py": [*groups["dit.py"][:1],
                           ("x", groups["dit.py"][1][1], groups["dit.py"][1][2][1:])]}
-    collect.plot_curves("unused.png", {**groups, **shorter})
+    collect_pictures.plot_curves("unused.png", {**groups, **shorter})
     assert axes.lines == [
         ([4], [10.0], "-", "maskgit.py (1 seed)"), ([4], [90.0], "--", None),
         ([4], [70.0], "-", "dit.py (2 seeds)"), ([4], [60.0], "--", None),   # step 2: one seed
@@ -286,8 +297,8 @@ def test_collect_draws_each_setting_as_the_mean_over_seeds_at_the_steps_they_sha
 
 def test_collect_summary_gives_the_front_pages_rows_the_mean_of_111_over_seeds(ladder):
     _, groups, _ = ladder
-    paper = {name: collect.FRONT_PAGE[name][2] for name in ("maskgit.py", "dit.py")}
-    assert collect.summary(groups) == [            # seen, 111 composed, 111 probe: seed means
+    paper = {name: collect_tables.FRONT_PAGE[name][2] for name in ("maskgit.py", "dit.py")}
+    assert collect_tables.summary(groups) == [     # seen, 111 composed, 111 probe: seed means
         "| MaskGIT (`maskgit.py`) | categorical: cross-entropy over codebook ids | 90.0 | 10.0 | "
         f"75.0 | {paper['maskgit.py']} |",
         "| DiT (`dit.py`) | continuous: diffusion of all patches | 60.0 | 70.0 | 75.0 | "
@@ -330,7 +341,7 @@ def test_collect_objects_table_averages_1_to_3_and_the_numbers_every_run_asked_b
                             "70.0 ± 10.0 / 3.0 ± 1.0"]
     assert cells[16:19] == [" / ".join(["85 ± 5"] * 3), " / ".join(["95 ± 5"] * 3),
                             " / ".join(["75 ± 5"] * 3)]
-    assert cells[19:] == [collect.PAPER["objects.py"], collect.NOT_RECORDED]
+    assert cells[19:] == [collect_tables.PAPER["objects.py"], collect_settings.NOT_RECORDED]
 
 
 # ------------------------------------------------------------------ the time course (long runs)
@@ -363,10 +374,10 @@ def test_collect_time_course_reads_each_seeds_peak_and_end_of_the_recipes_runs(t
     assert (folder / "time-course.png").exists()
     panels = [Axes(), Axes()]
     import matplotlib.pyplot as plt
-    monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
+    monkeypatch.setattr(collect_pictures.runs, "pyplot", lambda: type("plt", (), {
         "rcParams": plt.rcParams, "close": staticmethod(lambda fig: None),
         "subplots": staticmethod(lambda *a, **k: (Axes(), [[panels[0]], [panels[1]]]))}))
-    collect.plot_time_course("unused.png", collect.on_course(groups))
+    collect_pictures.plot_time_course("unused.png", collect_tables.on_course(groups))
     assert panels[0].lines == [([2, 4, 8], [20.0, 60.0, 10.0], "-", None),
                                ([2, 4, 8], [40.0, 40.0, 30.0], "-", None),
                                ([2, 4, 8], [30.0, 50.0, 20.0], "-", "mean of 2 seeds")]
@@ -442,7 +453,7 @@ def test_collect_a_seen_count_sweep_tables_each_n_and_draws_it(tmp_path):
 
 def test_collect_draws_the_sweep_thin_per_seed_the_mean_bold_and_the_reach(monkeypatch):
     lines = []
-    monkeypatch.setattr(collect.runs, "pyplot", lambda: type("plt", (), {
+    monkeypatch.setattr(collect_pictures.runs, "pyplot", lambda: type("plt", (), {
         "subplots": staticmethod(lambda *a, **k: (Axes(lines), [[Axes(lines), Axes(lines)]])),
         "close": staticmethod(lambda fig: None)}))
     reach = {"190": {"level1": [0.0, 0.05], "level2": [0.0, 0.1]},
@@ -450,8 +461,9 @@ def test_collect_draws_the_sweep_thin_per_seed_the_mean_bold_and_the_reach(monke
 
     def final(level1, level2):
         return {"level1": level1, "level2": level2}
-    collect.plot_seen_sweep("unused.png", {"maskgit": {12: [final(0.1, 0.0), final(0.3, 0.5)],
-                                                       190: [final(0.9, 0.8)]}}, reach)
+    collect_pictures.plot_seen_sweep("unused.png",
+                                     {"maskgit": {12: [final(0.1, 0.0), final(0.3, 0.5)],
+                                                  190: [final(0.9, 0.8)]}}, reach)
     assert lines == [
         ([12, 190], [0.0, 80.0], "-", None), ([12], [50.0], "-", None),        # each seed, thin
         ([12, 190], [25.0, 80.0], "-", "level-2"),                             # the mean, bold
@@ -477,12 +489,12 @@ def test_collect_shows_the_first_clips_of_each_novel_class_frame_by_frame(tmp_pa
     images[:, :16, 16:] += 30                                  # frame 2, top right
     images[:, 16:, :16] += 60                                  # frame 3, bottom left
     images[:, 16:, 16:] += 100                                 # frame 4, bottom right
-    shown = collect.novel_clips(images, factors, world)
+    shown = collect_pictures.novel_clips(images, factors, world)
     assert [label for label, _ in shown] == ["day-right", "night-left"]
     assert shown[0][1][:, 0, 0, 0, 0].tolist() == [1, 3, 4, 5, 6, 7]        # asked, in order
     assert shown[0][1][:, 3, 0, 0, 0].tolist() == [101, 103, 104, 105, 106, 107]
     assert shown[1][1].shape == (1, 4, 16, 16, 3) and shown[1][1][0, 0, 0, 0, 0] == 10
-    collect.save_clips(str(tmp_path), images, factors, world, "a run")
+    collect_pictures.save_clips(str(tmp_path), images, factors, world, "a run")
     assert Image.open(tmp_path / "clips.gif").n_frames == 4
     assert (tmp_path / "strip.png").exists()
 
@@ -506,7 +518,7 @@ def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_t
     groups = {"dit.py --world clips": [("dit-seed0", {**dit, "seed": 0}, final(0.5, 0.25)),
                                        ("dit-seed1", {**dit, "seed": 1}, final(0.25, 0.125))],
               "givt.py --world clips": [("givt-seed0", {**givt, "seed": 0}, final(1.0))]}
-    lines = collect.cra_table(groups, clips)
+    lines = collect_worlds.cra_table(groups, clips)
     rows = [line.split(" | ") for line in lines if line.startswith("| `")]
     assert [(r[0], r[2]) for r in rows] == [("| `dit.py --world clips`", "day-right"),
                                             ("| `dit.py --world clips`", "night-left"),
@@ -520,7 +532,7 @@ def test_collect_a_clip_world_tables_each_novel_class_hit1_its_six_way_row_and_t
     assert rows[0][day_left] == "62.5 ± 12.5" and rows[0][day_left + 2] == "37.5 ± 12.5"
     assert rows[0][-1] == "47 |" and rows[1][-1] == "43 |" and rows[2][-1] == " |"
     assert "chance 1/6 = 16.7%" in "\n".join(lines)
-    table = collect.world_table(groups, "python tools/collect.py results/clips", clips, {})
+    table = collect_worlds.world_table(groups, "python tools/collect.py results/clips", clips, {})
     assert ("playing: [dit-seed0](runs/dit-seed0/clips.gif), [givt-seed0](runs/givt-seed0/clips"
             ".gif); still, frame by frame: [dit-seed0](runs/dit-seed0/strip.png)") in table
     assert "\n".join(lines) in table                      # the CRA table follows the group table
@@ -532,12 +544,12 @@ def test_collect_the_folders_strip_shows_each_settings_first_clip_of_each_novel_
     the class, labelled by run and class."""
     from worlds import clips
     drawn = {}
-    monkeypatch.setattr(collect, "draw_strip", lambda path, shown, labels, title: drawn.update(
-        clips=shown, labels=labels))
+    monkeypatch.setattr(collect_pictures, "draw_strip",
+                        lambda path, shown, labels, title: drawn.update(clips=shown, labels=labels))
     factors = np.array([clips.code_to_bits(c) for c in ("00", "02", "10", "02", "10")])
     images = np.arange(5, dtype=np.uint8)[:, None, None, None] * np.ones((1, 32, 32, 3), np.uint8)
-    collect.save_models_strip("unused.png", [("maskgit", images, factors),
-                                             ("dit", images[::-1], factors[::-1])], clips)
+    collect_pictures.save_models_strip("unused.png", [("maskgit", images, factors),
+                                                      ("dit", images[::-1], factors[::-1])], clips)
     assert drawn["labels"] == ["maskgit: day-right", "maskgit: night-left", "dit: day-right",
                                "dit: night-left"]
     assert [int(c[0, 0, 0, 0]) for c in drawn["clips"]] == [1, 2, 3, 4]      # each run its own

@@ -212,8 +212,9 @@ def test_every_inside_table_rebuilds_byte_for_byte_from_the_kept_runs(table, tmp
 def test_the_front_pages_result_table_is_the_ladders():
     """Every row `python tools/collect.py results/ladder --summary` prints is on the front page."""
     import collect
+    import collect_tables
     readme = read("README.md")
-    rows = collect.summary(collect.load(os.path.join(ROOT, "results", "ladder"), None))
+    rows = collect_tables.summary(collect.load(os.path.join(ROOT, "results", "ladder"), None))
     missing = [row for row in rows if row not in readme]
     assert not missing, f"README's result table is stale; these rows are not on it: {missing}"
 
@@ -503,9 +504,9 @@ def test_the_reports_summary_is_its_answer_and_states_each_questions_seeds():
 
 
 def test_the_objects_table_gives_each_seeds_readings_at_every_evaluation():
-    """collect.over_training: per setting and step, each seed's exact and found (%) and extra
-    discs per sample, each the mean over the numbers asked in its span (1-3, 4 and more)."""
-    import collect
+    """collect_tables.over_training: per setting and step, each seed's exact and found (%) and
+    extra discs per sample, each the mean over the numbers asked in its span (1-3, 4 and more)."""
+    import collect_tables
 
     def evaluation(step, exact, found, extra):
         return {"step": step, **{key: {str(n): value(n) for n in range(6)} for key, value in
@@ -514,7 +515,7 @@ def test_the_objects_table_gives_each_seeds_readings_at_every_evaluation():
              evaluation(20, lambda n: 0.5, lambda n: 0.9, lambda n: 0.0)]
     second = [evaluation(10, lambda n: 0.0, lambda n: 0.25 * (n > 3), lambda n: 1.0)]
     groups = {"objects.py --cond one": [("a", {}, first), ("b", {}, second)]}
-    lines = collect.over_training(groups, list(range(6)))
+    lines = collect_tables.over_training(groups, list(range(6)))
     assert "| setting | step | 1-3 asked: exact | 1-3 asked: found | 1-3 asked: extra | " \
            "4-5 asked: exact | 4-5 asked: found | 4-5 asked: extra |" in lines
     assert lines[-1] == ("| `objects.py --cond one` | 10 | 20.0 / 0.0 | 100.0 / 0.0 | "

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import collect  # noqa: E402
-from collect import mean_std  # noqa: E402
+from collect_tables import mean_std  # noqa: E402
 import runs  # noqa: E402
 
 FACTORS = ("shape", "color", "size")
