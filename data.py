@@ -21,7 +21,8 @@ exact position), so a row of `latents` is the full information about its image:
 
 A world is a module with the names this file defines for Shapes2D, so that every generator, the
 probe and the judge serve any world unchanged (`--world NAME`, runs.WORLDS; shapes3d.py is the
-study's many-valued world, clips.py its driving clips as a 2x2 mosaic of four frames):
+study's many-valued world, clips.py its driving clips as a 2x2 mosaic of four frames, bars.py
+the course's world a student writes, assignment A11):
 
     NAME, IMAGE_SIZE, FACTORS        its name, the image side (32), the factors in code order
     VALUES                           the values of each factor, by name; a code holds one value

@@ -256,10 +256,11 @@ def start_clock(config, before=0.0):
 def report(metrics, world=data):
     """The per-composition table (three readings; a world of many compositions: per group of its
     table) and the closing line of the contract."""
-    if world is not data:
-        wide = max(8, *map(len, world.GROUPS))                # clips.py's rows: "night-straight"
+    if world is not data:                         # its GROUPS' rows, or a row per composition
+        groups = getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})
+        wide = max(8, *map(len, groups))                      # clips.py's rows: "night-straight"
         print(f"{'group':<{wide}} {'codes':>5} {'composed':>8} {'fidelity':>8} {'probe':>6}")
-        for name, codes in world.GROUPS.items():
+        for name, codes in groups.items():
             print(f"{name:<{wide}} {len(codes):>5}" + "".join(
                 f" {100 * np.mean([metrics[key][c] for c in codes]):7.1f}%"
                 for key in ("acc", "fidelity", "probe_acc")))

@@ -30,7 +30,7 @@ MODULES = ["data.py", "captions.py", "tokenizers.py", "probe.py", "judge.py", "r
            "studies/__init__.py", "studies/maskgit_factored.py", "studies/ar.py",
            "studies/objects.py", "studies/inside.py", "worlds/__init__.py",
            "worlds/shapes2d_calibration.py", "worlds/objects_world.py", "worlds/shapes3d.py",
-           "worlds/clips.py"]
+           "worlds/clips.py", "worlds/bars.py"]
 # What a student copy holds (a path, or a folder ending in /): the scripts, the assignment's own
 # check file (handout) and what it runs; worlds/shapes2d_calibration.py for `python judge.py`,
 # tests/test_ladder.py (and tests/scripts.py, which finds a script) for the pasted copies. Not:

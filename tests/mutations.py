@@ -42,6 +42,7 @@ CO, RM = "tests/test_collect.py", "tests/test_resample.py"
 TW = "tests/test_worlds.py"
 CL = "tests/test_clips.py"
 LB = "tests/test_label.py"
+BA = "tests/test_bars.py"
 M, GM, D, J, DA, P, IN, A = ("tests/test_maskgit.py", "tests/test_givt_mar.py", "tests/test_dit.py", "tests/test_jepa.py",
                             "tests/test_data.py", "tests/test_probe.py", "tests/test_inside.py", "tests/test_ar.py")
 MUTATIONS = [
@@ -2381,6 +2382,47 @@ MUTATIONS = [
      "        with torch.no_grad():\n",
      [f"{IN}::test_ablating_an_mlp_or_a_modulation_gives_its_mean_and_leaving_puts_everything_back"],
      "A9"),
+    # worlds/bars.py (tests/test_bars.py; A11's checks hold the interface): the course's world
+    ("worlds/bars.py", "color = CLASS_COLORS[bits[:, 1]] + rng.uniform", "color = CLASS_COLORS[bits[:, 2]] + rng.uniform",
+     [f"{BA}::test_latents_hold_the_asked_class_within_its_ranges_and_class_bits_reads_them_back"], "A11"),
+    ("worlds/bars.py", "low, high = LENGTHS[bits[:, 2]].T", "low, high = LENGTHS[bits[:, 1]].T",
+     [f"{BA}::test_latents_hold_the_asked_class_within_its_ranges_and_class_bits_reads_them_back"], "A11"),
+    ("worlds/bars.py", "along, across = np.where(upright, y, x), np.where(upright, x, y)",
+     "along, across = np.where(upright, x, y), np.where(upright, y, x)",
+     [f"{BA}::test_a_bar_covers_its_length_times_its_thickness_and_stands_up_on_bit_one"], "A11"),
+    ("worlds/bars.py", "distance = np.maximum(along - half_long, across - THICKNESS / 2)",
+     "distance = np.maximum(along - half_long, across - THICKNESS)",
+     [f"{BA}::test_a_bar_covers_its_length_times_its_thickness_and_stands_up_on_bit_one"], None),
+    ("worlds/bars.py", "return (cover[..., None] * latents[:, None, None, 1:4]).astype(np.float32)",
+     "return (cover[..., None] * latents[:, None, None, 1:4].mean(-1, keepdims=True)).astype(np.float32)",
+     [f"{BA}::test_a_bar_covers_its_length_times_its_thickness_and_stands_up_on_bit_one"], "A11"),
+    ("worlds/bars.py", "latents[:, 1] > latents[:, 2],", "latents[:, 1] < latents[:, 2],",
+     [f"{BA}::test_latents_hold_the_asked_class_within_its_ranges_and_class_bits_reads_them_back"], "A11"),
+    ("worlds/bars.py", "latents[:, 4] < float(LENGTHS[0, 0] + LENGTHS[1, 1]) / 2",
+     "latents[:, 4] < float(LENGTHS[0, 0] + LENGTHS[1, 0]) / 2",
+     [f"{BA}::test_class_bits_and_the_reading_part_long_from_short_between_the_ranges"], None),
+    ("worlds/bars.py", "(fit[:, 1] < LENGTHS[[0, 1], [0, 1]].mean())", "(fit[:, 1] < LENGTHS[0].mean())",
+     [f"{BA}::test_class_bits_and_the_reading_part_long_from_short_between_the_ranges"], None),
+    ("worlds/bars.py", "legible = (bad <= MAX_BAD_PIXELS)", "legible = (bad < MAX_BAD_PIXELS)",
+     [f"{BA}::test_a_bar_off_by_a_few_pixels_is_legible_and_one_off_by_more_is_not"], None),
+    ("worlds/bars.py", "weight = np.where(weight > 0.3, weight, 0)", "weight = np.where(weight > 0.2, weight, 0)",
+     [f"{BA}::test_a_bar_off_by_a_few_pixels_is_legible_and_one_off_by_more_is_not"], None),
+    ("worlds/bars.py", "& ((images.max(-1) > 0.2).sum((1, 2)) >= MIN_AREA)", "& (MIN_AREA > 0)",
+     [f"{BA}::test_the_reading_refuses_no_bar_two_bars_and_a_smear_and_reads_the_colour_asked"], None),
+    ("worlds/bars.py", "np.abs(color[:, None] - CLASS_COLORS[None]).sum(-1).argmin(1)",
+     "np.abs(color[:, None] - CLASS_COLORS[None]).sum(-1).argmax(1)",
+     [f"{BA}::test_the_reading_refuses_no_bar_two_bars_and_a_smear_and_reads_the_colour_asked"], None),
+    ("worlds/bars.py", "values[:, 4] = colors[bits[:, 1]], lengths[bits[:, 2]]",
+     "values[:, 4] = colors[bits[:, 1]], lengths[bits[:, 1]]",
+     [f"{BA}::test_discrete_conditions_give_the_class_colour_and_length_and_hide_the_place"], None),
+    ("worlds/bars.py", "        present[:, 3] = False\n", "        present[:, 3] = True\n",
+     [f"{BA}::test_discrete_conditions_give_the_class_colour_and_length_and_hide_the_place"], None),
+    ("worlds/bars.py", "def split_of(code):\n    code_to_bits(code)\n", "def split_of(code):\n",
+     [f"{BA}::test_codes_name_their_bar_and_an_unknown_code_is_refused_by_name"], None),
+    ("worlds/bars.py", "    return make_dataset(SEEN, n_per_code, seed)", "    return make_dataset(COMPOSITIONS, n_per_code, seed)",
+     [f"{BA}::test_codes_name_their_bar_and_an_unknown_code_is_refused_by_name"], None),
+    ("runs.py", 'groups = getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})',
+     "groups = world.GROUPS", [f"{BA}::test_a_run_of_the_bars_world_prints_a_row_a_composition"], None),
 ]
 
 

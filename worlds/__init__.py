@@ -1,12 +1,13 @@
 """The worlds a generator can learn, by name (`--world`): data.py's Shapes2D, the default, and the
 worlds beside it, each one file of this folder with data.py's interface (its docstring lists the
-names). A new world is one file here and one line in WORLDS. The folder also holds the objects'
-world (objects_world.py, studies/objects.py's own) and Shapes2D's calibration suite
-(shapes2d_calibration.py, what judge.py's "legible" is set by)."""
+names). A new world is one file here and one line in WORLDS (bars.py is course assignment A11's:
+a student writes one). The folder also holds the objects' world (objects_world.py,
+studies/objects.py's own) and Shapes2D's calibration suite (shapes2d_calibration.py, what
+judge.py's "legible" is set by)."""
 import data
-from worlds import clips, shapes3d
+from worlds import bars, clips, shapes3d
 
-WORLDS = {"shapes2d": data, "shapes3d": shapes3d, "clips": clips}
+WORLDS = {"shapes2d": data, "shapes3d": shapes3d, "clips": clips, "bars": bars}
 
 
 def world(name):
