@@ -128,6 +128,14 @@ def test_collect_load_groups_runs_by_setting_in_ladder_order_seeds_in_order(ladd
         collect.load(str(folder), "nobody")
 
 
+def test_collect_load_leaves_out_a_run_not_yet_evaluated(tmp_path):
+    write_run(tmp_path / "runs" / "dit", *RUNS["dit"], **SHAPES)
+    write_run(tmp_path / "runs" / "dit-seed1", *RUNS["dit-seed1"])         # no samples.npz yet
+    groups = collect.load(str(tmp_path), None)
+    assert {name: [member[0] for member in members] for name, members in groups.items()} == {
+        "dit.py": ["dit"]}
+
+
 def test_collect_groups_and_readers_on_their_own():
     history = RUNS["dit"][1]
     assert collect_pictures.reading_at(history, "level2", 4) == 0.6
@@ -260,6 +268,35 @@ def test_collect_write_names_its_command_draws_each_grid_and_the_curves(ladder, 
     assert (folder / "novel.png").stat().st_size > 3000
     _, written = collect.write(str(folder), clock="dit")
     assert written.startswith("Rebuilt by `python tools/collect.py results/ladder --clock dit`")
+
+
+def test_collect_time_to_composition_has_a_mean_row_only_over_several_seeds(ladder):
+    _, _, written = ladder
+    timing = rows(written, "## Time to composition")
+    assert [row[0] for row in timing["dit.py"]] == ["0", "1", "mean"]
+    assert [row[0] for row in timing["dit.py --cond dropout"]] == ["0"]          # one seed: no mean
+
+
+def test_collect_write_titles_each_grid_by_its_last_step_keeps_a_given_command_and_an_untimed_step(
+        tmp_path, monkeypatch):
+    """Each run's grid is titled by its name, setting and the step of its last evaluation; a
+    command given (tools/reproduce.py gives its own) heads table.md in place of the one collect
+    would write; and where the clocked run recorded no time at a step, no run of its model has
+    one there (not 0 s)."""
+    untimed = [{k: v for k, v in m.items() if k != "seconds" or m["step"] != 2}
+               for m in RUNS["dit"][1]]
+    write_run(tmp_path / "runs" / "dit", RUNS["dit"][0], untimed, **SHAPES)
+    write_run(tmp_path / "runs" / "dit-seed1", *RUNS["dit-seed1"], **SHAPES)
+    titles = {}
+    monkeypatch.setattr(collect.runs, "save_samples_png", lambda path, images, factors, title:
+                        titles.update({os.path.basename(os.path.dirname(path)): title}))
+    monkeypatch.setattr(collect, "plot_curves", lambda *args, **kwargs: None)
+    _, written = collect.write(str(tmp_path), command="python tools/reproduce.py x")
+    assert titles == {"dit": "dit: dit.py, step 4", "dit-seed1": "dit-seed1: dit.py, step 4"}
+    assert written.startswith("Rebuilt by `python tools/reproduce.py x` from the kept runs")
+    clocked = collect.load(str(tmp_path), "dit")["dit.py"]
+    seconds = [[m["seconds"] for m in history] for _, _, history in clocked]   # steps 2 and 4
+    assert all(np.isnan(at_2) and at_4 == 144 for at_2, at_4 in seconds) and len(seconds) == 2
 
 
 class Axes:
@@ -554,3 +591,59 @@ def test_collect_the_folders_strip_shows_each_settings_first_clip_of_each_novel_
                                "dit: night-left"]
     assert [int(c[0, 0, 0, 0]) for c in drawn["clips"]] == [1, 2, 3, 4]      # each run its own
     assert all(c.shape == (4, 16, 16, 3) for c in drawn["clips"])
+
+
+class Said:
+    """A stand-in for matplotlib's figure and axes: records every call, by name, with its
+    arguments."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.log.append((name, args))
+
+
+def test_collect_a_strip_lays_each_clip_in_a_row_its_frames_across_each_labelled_at_its_middle(
+        monkeypatch):
+    """Three clips of two 4 x 4 frames: one picture of 3 rows and 2 frames across (each frame
+    where it was), each row's label at its middle (2, 6, 10), each frame named from 1 at its
+    middle (2, 6)."""
+    log = []
+    monkeypatch.setattr(collect_pictures.runs, "pyplot", lambda: type("plt", (), {
+        "subplots": staticmethod(lambda *a, **k: (Said(log), Said(log))),
+        "close": staticmethod(lambda fig: None)}))
+    clips = [np.full((2, 4, 4, 3), 10 * i, np.uint8) + np.arange(2, dtype=np.uint8)[:, None,
+                                                                                     None, None]
+             for i in range(3)]
+    collect_pictures.draw_strip("strip.png", clips, ["a", "b", "c"], "a title")
+    said = dict(log)
+    picture = said["imshow"][0]
+    assert picture.shape == (12, 8, 3)
+    assert [[int(picture[4 * i, 4 * t, 0]) for t in range(2)] for i in range(3)] == [
+        [0, 1], [10, 11], [20, 21]]
+    assert said["set_yticks"] == ([2.0, 6.0, 10.0],) and said["set_yticklabels"] == (
+        ["a", "b", "c"],)
+    assert said["set_xticks"] == ([2.0, 6.0],)
+    assert said["set_xticklabels"] == (["frame 1", "frame 2"],)
+    assert said["savefig"] == ("strip.png",)
+
+
+def test_collect_the_time_courses_mean_is_over_the_steps_every_seed_reached(monkeypatch):
+    """Seed 0 evaluated at steps 2, 4 and 8, seed 1 at 2 and 4 only: each seed's thin line at its
+    own steps, the mean at 2 and 4 alone."""
+    _, first = course_run(0, (0.2, 0.6, 0.1), (0.5, 0.5, 0.3))
+    config, second = course_run(1, (0.4, 0.4, 0.3), (0.1, 0.9, 0.7))
+    course = {"maskgit.py": ("maskgit.py --lr-schedule cosine", [("a", config, first),
+                                                                 ("b", config, second[:2])])}
+    panels = [Axes(), Axes()]
+    import matplotlib.pyplot as plt
+    monkeypatch.setattr(collect_pictures.runs, "pyplot", lambda: type("plt", (), {
+        "rcParams": plt.rcParams, "close": staticmethod(lambda fig: None),
+        "subplots": staticmethod(lambda *a, **k: (Axes(), [[panels[0]], [panels[1]]]))}))
+    collect_pictures.plot_time_course("unused.png", course)
+    assert panels[0].lines == [([2, 4, 8], [20.0, 60.0, 10.0], "-", None),
+                               ([2, 4], [40.0, 40.0], "-", None),
+                               ([2, 4], [30.0, 50.0], "-", "mean of 2 seeds")]

@@ -1,7 +1,11 @@
-"""inside.py: each reading on a case whose answer is known, and the command line on a tiny run."""
+"""inside.py: each reading on a case whose answer is known, and the command line on a tiny run;
+tools/inside_summary.py's tables and figures from hand-made inside.json files, each number read
+from its place (seed, split, factor, layer, reading) and averaged over the seeds."""
 import contextlib
 import json
 import math
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +19,10 @@ import judge
 import mar
 import maskgit
 import tokenizers
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tools"))
+import inside_summary  # noqa: E402
 
 
 def test_the_reach_of_a_code_the_head_forbids_is_zero():
@@ -1039,3 +1047,209 @@ def test_inside_refuses_a_run_of_another_world_by_name(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model": "maskgit", "world": "clips"}))
     with pytest.raises(SystemExit, match="--world clips"):
         inside.read(str(tmp_path))
+
+
+# ------------------------------------------------------------------ tools/inside_summary.py
+SPLIT_AT = {"seen": 1, "level1": 2, "level2": 3}
+NAN = float("nan")
+
+
+def inside_json(k, layers=("input", "block 0", "block 1"), readings=True, over=(4, 8)):
+    """Seed k's inside.json, each number telling its place apart: a layer's readout is (20 x its
+    place + 5 x the factor's + 1, 2, 3 for seen, level-1, level-2 + 10 k)%, shuffled labels
+    (50 + ...)%; the other readings move with k as the tests below work out."""
+    def readout(first, i):
+        return {f: {split: (first + 20 * i + 5 * j + at + 10 * k) / 100
+                    for split, at in SPLIT_AT.items()} for j, f in enumerate(inside.FACTORS)}
+
+    def other(value):                       # the judge's reading: never the one a table shows
+        return {f: value for f in inside.FACTORS}
+    result = dict(
+        model="dit", step=8,
+        accuracy={"probe": [0.90 + 0.02 * k, 0.80 + 0.02 * k, 0.70 + 0.02 * k],
+                  "judge": [0.1] * 3},
+        polysemanticity={"probe": {"heads": 0.25 + 0.1 * k, "units": 0.75 + 0.1 * k},
+                         "judge": {"heads": 0.05, "units": 0.15}},
+        overlap={"shape-color": {"jaccard": 0.5, "weighted": 0.25},
+                 "shape-size": {"jaccard": NAN, "weighted": 0.75},
+                 "color-size": {"jaccard": 0.2 * k, "weighted": 0.2 + 0.3 * k}},
+        circuit_ablation={
+            "color circuit": {"probe": {"shape": 0.01 * (k + 1), "color": 0.5 + 0.1 * k,
+                                        "size": 0.0}, "judge": other(0.9)},
+            "shape circuit": {"probe": {"shape": 0.3 + 0.1 * k, "color": 0.02, "size": 0.0},
+                              "judge": other(0.9)}},
+        reach={"p(true code)": {"trained code": 0.5 + 0.1 * k, "untrained code": 0.01 * k},
+               "mass on untrained codes": {"trained code": 0.02,
+                                           "untrained code": 0.04 + 0.02 * k},
+               "x0 error at t=0.5": {"trained code": 1.5 + k,
+                                     "untrained code": 2.25 if k else None},
+               "untrained share of hidden positions": 0.25 + 0.1 * k},
+        readout={layer: readout(0, i) for i, layer in enumerate(layers)},
+        readout_shuffled=readout(50, 0),
+        attribution={"block 0 head 0": {"probe": [0.1 * k, 0.2, 0.3], "judge": [0.9] * 3},
+                     "block 0 mlp": {"probe": [0.0, 0.4, -0.1], "judge": [0.9] * 3}})
+    if over:
+        result["over_training"] = [
+            {"step": step,
+             "polysemanticity": {"probe": {"heads": step / 100 + 0.1 * k,
+                                           "units": 0.5 + step / 100},
+                                 "judge": {"heads": 0.9, "units": 0.9}},
+             "overlap": {"a": {"jaccard": step / 10, "weighted": NAN},
+                         "b": {"jaccard": 0.2, "weighted": 0.1 * k}}} for step in over]
+    if readings:
+        result["readings"] = {"seen": 0.5 + 0.1 * k, "level1": 0.3 + 0.1 * k,
+                              "level2": 0.1 + 0.2 * k, "acc": {"111": 0.99},
+                              "fidelity": {"111": 0.8, "000": 0.0},
+                              "probe_acc": {"111": 0.6 + 0.1 * k, "000": 1.0}}
+    return result
+
+
+def summary_kept():
+    """Two seeds of dit.py (seed 1 also read at step 2 over training) and one of maskgit.py that
+    has no readings, no block 1 and nothing over training."""
+    return {"dit.py": [inside_json(0), inside_json(1, over=(2, 4, 8))],
+            "maskgit.py": [inside_json(2, layers=("input", "block 0"), readings=False, over=())]}
+
+
+def test_inside_summary_readings_are_the_seed_means_of_each_split_and_of_111():
+    """Composed by split, then 111's fidelity and probe, mean ± std over the seeds that hold
+    readings; a setting with none shows '-'."""
+    assert inside_summary.reading_rows(summary_kept())[2:] == [
+        "| `dit.py` | 2 | 55.0 ± 5.0 | 35.0 ± 5.0 | 20.0 ± 10.0 | 80.0 ± 0.0 | 65.0 ± 5.0 |",
+        "| `maskgit.py` | 1 | - | - | - | - | - |"]
+
+
+def test_inside_summary_reach_scales_probabilities_to_percent_and_errors_not():
+    """Each reach reading by whether the code was trained: p(...) and mass in % (2 digits), an
+    x0 error as it is (3 digits), a seed without untrained positions left out; the untrained
+    share of positions in % (1 digit)."""
+    rows = inside_summary.reach_rows(summary_kept())
+    assert rows[2:] == [
+        "| `dit.py` | 2 | p(true code) (%) | 55.00 ± 5.00 | 0.50 ± 0.50 | 30.0 ± 5.0% |",
+        "| `dit.py` | 2 | mass on untrained codes (%) | 2.00 ± 0.00 | 5.00 ± 1.00 | 30.0 ± 5.0% |",
+        "| `dit.py` | 2 | x0 error at t=0.5 | 2.000 ± 0.500 | 2.250 | 30.0 ± 5.0% |",
+        "| `maskgit.py` | 1 | p(true code) (%) | 70.00 | 2.00 | 45.0% |",
+        "| `maskgit.py` | 1 | mass on untrained codes (%) | 2.00 | 8.00 | 45.0% |",
+        "| `maskgit.py` | 1 | x0 error at t=0.5 | 3.500 | 2.250 | 45.0% |"]
+
+
+def test_inside_summary_readout_is_level2_by_layer_and_factor_a_missing_layer_left_out():
+    """Each factor's level-2 readout at each layer of the first run (in %, no digits), and with
+    shuffled labels; maskgit has no block 1: '-' there."""
+    assert inside_summary.readout_rows(summary_kept()) == [
+        "| setting | factor | input | block 0 | block 1 | shuffled labels |",
+        "|---|---|---|---|---|---|",
+        "| `dit.py` | shape | 8 ± 5 | 28 ± 5 | 48 ± 5 | 58 ± 5 |",
+        "| `dit.py` | color | 13 ± 5 | 33 ± 5 | 53 ± 5 | 63 ± 5 |",
+        "| `dit.py` | size | 18 ± 5 | 38 ± 5 | 58 ± 5 | 68 ± 5 |",
+        "| `maskgit.py` | shape | 23 | 43 | - | 73 |",
+        "| `maskgit.py` | color | 28 | 48 | - | 78 |",
+        "| `maskgit.py` | size | 33 | 53 | - | 83 |"]
+
+
+def test_inside_summary_units_read_the_probe_and_each_seeds_mean_over_pairs_without_nan():
+    """The probe's accuracy per factor, its polysemanticity (heads, all units), each seed's mean
+    Jaccard over the circuit pairs (a pair without one left out: 0.25 and 0.35) and weighted
+    (0.4 and 0.5), and each circuit's colour then shape drop, all the probe's, over seeds."""
+    assert inside_summary.unit_rows(summary_kept())[2:] == [
+        "| `dit.py` | 2 | 91 ± 1 / 81 ± 1 / 71 ± 1 | 0.30 ± 0.05 | 0.80 ± 0.05 | 0.30 ± 0.05 | "
+        "0.45 ± 0.05 | 55.0 ± 5.0 / 1.5 ± 0.5 | 2.0 ± 0.0 / 35.0 ± 5.0 |",
+        "| `maskgit.py` | 1 | 94 / 84 / 74 | 0.45 | 0.95 | 0.45 | 0.60 | 70.0 / 3.0 | "
+        "2.0 / 50.0 |"]
+
+
+def test_inside_summary_over_training_averages_the_seeds_read_at_each_step():
+    """A row per step any seed was read at (step 2: seed 1 alone), each the mean over the seeds
+    read at that step of the probe's polysemanticity and the mean overlaps (NaN pairs left out);
+    maskgit, never read over training, has no row."""
+    assert inside_summary.over_training_rows(summary_kept())[2:] == [
+        "| `dit.py` | 2 | 0.12 | 0.52 | 0.20 | 0.10 |",
+        "| `dit.py` | 4 | 0.09 ± 0.05 | 0.54 ± 0.00 | 0.30 ± 0.00 | 0.05 ± 0.05 |",
+        "| `dit.py` | 8 | 0.13 ± 0.05 | 0.58 ± 0.00 | 0.50 ± 0.00 | 0.05 ± 0.05 |"]
+
+
+def kept_inside_run(folder, model, seed, result=None):
+    """A finished run's three files (as collect keeps them), and its inside.json if given."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model": model, "seed": seed}))
+    (folder / "metrics.jsonl").write_text(json.dumps({"step": 8, "loss": 1.0}) + "\n")
+    np.savez(folder / "samples.npz", images=np.zeros((1, 2, 2, 3), np.uint8))
+    if result is not None:
+        (folder / "inside.json").write_text(json.dumps(result))
+
+
+def test_inside_summary_keeps_runs_with_their_inside_json_and_reads_only_those(tmp_path):
+    """--add keeps a run's files (as collect does) and its inside.json, under the run's own name
+    however its folder is written; a run without one is refused before anything is kept. The
+    tables read the settings whose runs hold one, seeds in order, and name the command that
+    rebuilds them from results/<question>; a folder where no run holds one is refused."""
+    made = tmp_path / "made"
+    kept_inside_run(made / "dit-seed1", "dit", 1, inside_json(1))
+    kept_inside_run(made / "dit", "dit", 0, inside_json(0))
+    kept_inside_run(made / "maskgit", "maskgit", 0)
+    folder = tmp_path / "results" / "inside"
+    with pytest.raises(SystemExit, match="maskgit holds no inside.json"):
+        inside_summary.add(str(folder), [str(made / "dit"), str(made / "maskgit")])
+    assert not folder.exists()
+    inside_summary.add(str(folder), [str(made / "dit-seed1") + "/", str(made / "dit")])
+    assert sorted(os.listdir(folder / "runs" / "dit-seed1")) == [
+        "config.json", "inside.json", "metrics.jsonl", "samples.npz"]
+    inside_summary.collect.add(str(folder), [str(made / "maskgit")])     # kept, never read inside
+    kept = inside_summary.load(str(folder))
+    assert list(kept) == ["dit.py"]
+    assert [r["readout"]["input"]["shape"]["seen"] for r in kept["dit.py"]] == [0.01, 0.11]
+    written, _ = inside_summary.text(str(folder) + "/")
+    assert written.startswith("Rebuilt by `python tools/inside_summary.py results/inside` from")
+    for rows in (inside_summary.reading_rows, inside_summary.unit_rows):
+        assert "\n".join(rows(kept)) in written
+    inside_summary.collect.add(str(tmp_path / "none"), [str(made / "maskgit")])
+    with pytest.raises(SystemExit, match="holds an inside.json"):
+        inside_summary.load(str(tmp_path / "none"))
+
+
+class Drawn:
+    """A stand-in for matplotlib's figure and axes: records each line and picture (by the panel
+    it is drawn in) and each file; accepts the rest."""
+
+    def __init__(self, log, panel=None):
+        self.log, self.panel = log, panel
+
+    def plot(self, x, y, *args, **kwargs):
+        self.log.append(("line", self.panel, list(x), [round(v, 6) for v in y],
+                         kwargs.get("label")))
+
+    def imshow(self, picture, **kwargs):
+        self.log.append(("picture", self.panel, np.asarray(picture).round(6).tolist()))
+        return self
+
+    def savefig(self, path, **kwargs):
+        self.log.append(("file", path))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self
+
+
+def test_inside_summary_draws_each_factors_level2_readout_by_layer_and_seed_0s_attribution(
+        tmp_path, monkeypatch):
+    """layers.png: a panel a setting, a line a factor through its layers, the mean over seeds of
+    the level-2 readout (%); attribution.png: seed 0's drop per unit and factor in the probe's
+    reading (%), a panel a setting."""
+    log = []
+
+    def subplots(rows, columns, **kwargs):
+        axes = np.empty((rows, columns), object)
+        for column in range(columns):
+            axes[0, column] = Drawn(log, column)
+        return Drawn(log), axes
+    monkeypatch.setattr(inside_summary.runs, "pyplot", lambda: type("plt", (), {
+        "subplots": staticmethod(subplots), "close": staticmethod(lambda fig: None)}))
+    inside_summary.plot_reach(str(tmp_path), summary_kept())
+    assert log == [
+        ("line", 0, [0, 1, 2], [8, 28, 48], "shape"), ("line", 0, [0, 1, 2], [13, 33, 53], "color"),
+        ("line", 0, [0, 1, 2], [18, 38, 58], "size"), ("line", 1, [0, 1], [23, 43], "shape"),
+        ("line", 1, [0, 1], [28, 48], "color"), ("line", 1, [0, 1], [33, 53], "size"),
+        ("file", str(tmp_path / "layers.png")),
+        ("picture", 0, [[0, 20, 30], [0, 40, -10]]), ("picture", 1, [[20, 20, 30], [0, 40, -10]]),
+        ("file", str(tmp_path / "attribution.png"))]

@@ -45,6 +45,21 @@ def test_pick_takes_half_composed_and_half_refused_and_fills_from_the_other_side
     assert sorted(chosen) == list(range(5))
 
 
+def test_pick_takes_each_family_and_group_as_its_own_stratum_and_shuffles_them_together():
+    """One family, two groups: g holds 10 composed and 10 refused, h 2 and 20; each group is a
+    stratum (3 + 3 from g, 2 + 4 from h), not the family as one (which would take 3 + 3 of all
+    its samples); and the picks of the strata are shuffled together, g's not all first."""
+    composed = [True] * 10 + [False] * 10 + [True] * 2 + [False] * 20
+    found = {"families": np.array(["a"] * 42), "groups": np.array(["g"] * 20 + ["h"] * 22),
+             "composed": np.array(composed)}
+    chosen, held_out = label.pick(found, 6)
+    for group, composed_count in (("g", 3), ("h", 2)):
+        mine = chosen[found["groups"][chosen] == group]
+        assert len(mine) == 6 and found["composed"][mine].sum() == composed_count, group
+    groups = "".join(found["groups"][chosen])
+    assert groups not in ("g" * 6 + "h" * 6, "h" * 6 + "g" * 6)
+
+
 def test_pool_reads_every_committed_run_of_the_world_and_its_verdicts(tmp_path):
     runs_dir = tmp_path / "results" / "shapes3d" / "runs"
     bits = np.array([[8, 2, 6], [0, 0, 0], [8, 2, 7]])
@@ -113,6 +128,23 @@ def test_build_writes_the_gallery_from_the_label_files(tmp_path, monkeypatch):
     assert gallery["drawn_composed"].tolist() == [True, False, True]
     assert gallery["stratum_share"].tolist() == [0.5, 0.5, 1.0]
     assert label.between_people("shapes3d", str(tmp_path / "gallery.npz")) == pytest.approx(2 / 3)
+
+
+def test_read_lines_skips_blank_lines_and_whole_line_comments():
+    text = "# sheet 0, by a person\n\n0 accept\n   # between\n1 refuse hue,patch # two\n"
+    assert label.read_lines("shapes3d", text) == {0: (1, ""), 1: (0, "hue,patch")}
+
+
+def test_agreement_counts_each_refusal_the_reading_misses_by_the_persons_first_reason(tmp_path):
+    """Two real renders (composed by the reading) refused by the person, one for "size,patch" and
+    one for "patch": a disagreement of kind size and one of kind patch."""
+    bits = np.array([[8, 2, 6], [1, 0, 3]])
+    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
+    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
+             labels=np.array([0, 0]), reasons=np.array(["size,patch", "patch"]),
+             held_out=np.array([True, True]), passes=np.zeros((3, 2), np.int64))
+    assert label.agreement("shapes3d", str(tmp_path / "g.npz"), "all") == (
+        0.0, 2, {"person refuses: size": 1, "person refuses: patch": 1})
 
 
 def test_agreement_counts_the_reading_against_the_person_by_kind(tmp_path):

@@ -86,7 +86,7 @@ def test_every_method_function_of_every_generator_has_a_row(path):
 TOOLS = ["tools/resample.py", "tools/collect.py", "tools/collect_settings.py",
          "tools/collect_tables.py", "tools/collect_worlds.py", "tools/collect_pictures.py",
          "tools/label.py", "tools/reproduce.py", "tools/rejudge.py", "tools/world.py",
-         "tools/lesson.py"]
+         "tools/lesson.py", "tools/inside_summary.py", "tools/gallery.py", "tools/timings.py"]
 TOOLS_NO_METHOD = {"main"}              # the command line: it only hands its flags to the functions
 
 

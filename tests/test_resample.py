@@ -132,3 +132,45 @@ def test_resample_reads_and_prints_a_run_of_any_world_with_that_worlds_codes(
     [line] = [json.loads(x) for x in (tmp_path / "again" / "metrics.jsonl").read_text()
               .splitlines()]
     assert set(line["acc"]) == set(world.COMPOSITIONS)
+
+
+def test_resample_reads_the_loss_and_time_of_the_checkpoints_own_step_and_samples_on_the_device(
+        tmp_path, monkeypatch):
+    """Stand-ins for the checkpoint (at step 4) and the evaluation: a run whose metrics go on past
+    the checkpoint (steps 2, 4, 6) resamples with the loss and wall time recorded at step 4, its
+    network moved to the device asked, into the new folder, with the sampling settings changed."""
+    import types
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"provenance": {"commit": "trained"}}))
+    (run / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": step, "loss": loss, "seconds": seconds}) + "\n"
+        for step, loss, seconds in ((2, 3.0, 20.0), (4, 2.0, 40.0), (6, 1.0, 60.0))))
+
+    class Network:
+        def to(self, device):
+            return ("network on", device)
+    module = types.SimpleNamespace(NAME="stand-in", SAMPLING=("temperature",), draw="its draw",
+                                   parse=lambda argv: (None, types.SimpleNamespace(
+                                       temperature=float(argv[1]))))
+    trained = {"seed": 0, "temperature": 1.0}
+    monkeypatch.setattr(resample, "load_trained",
+                        lambda run: (4, trained, module, Network(), "codes"))
+    monkeypatch.setattr(resample.runs, "check_values", lambda parser, args: None)
+    monkeypatch.setattr(resample.runs, "provenance", lambda device: {"commit": "now", "on": device})
+    clocks, drawn = [], []
+    monkeypatch.setattr(resample.runs, "start_clock",
+                        lambda config, before=0.0: clocks.append(before))
+    monkeypatch.setattr(resample.runs, "draw_and_read",
+                        lambda *args: drawn.append(args) or "metrics")
+    out = tmp_path / "out"
+    assert resample.resample(str(run), str(out), ["temperature=0.5"], device="meta") == "metrics"
+    assert clocks == [40.0]
+    [(draw, model, tokenizer, config, step, loss)] = drawn
+    assert (draw, model, tokenizer, step, loss) == ("its draw", ("network on", "meta"), "codes",
+                                                    4, 2.0)
+    assert config == json.loads((out / "config.json").read_text())
+    assert config["temperature"] == 0.5 and config["out"] == str(out)
+    assert config["device"] == "meta" and config["resampled_from"] == str(run)
+    assert config["provenance"] == {"commit": "trained"}
+    assert config["resample_provenance"] == {"commit": "now", "on": "meta"}
