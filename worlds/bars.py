@@ -17,8 +17,11 @@ orange short bar) two flips from every seen one. Latents, one row an image:
     latents[:, 5:7] centre (x, y), within POSITION_JITTER of the image centre
 
 The reading (readings) fits the renderer's own bar to an image, its orientation, length and
-place by least squares and its colour as the mean of its pixels, and calls the image one legible
-bar when the fitted bar reproduces it within a few pixels.
+place by the image's moments and its colour as the mean of its pixels, and calls the image one
+legible bar when the fitted bar reproduces it within MAX_BAD_PIXELS pixels. Its rules are the
+renderer's tolerance, set by hand on the renderer's own bars: no person has labelled a model's
+bars, as people have for shapes3d.py and clips.py. A thinner or two-tone bar a person would call
+"a short vertical orange bar" can be refused: look at the samples before trusting the number.
 
     python dit.py --world bars        # does DiT draw 111, the bar it never saw?
 """
