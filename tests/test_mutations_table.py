@@ -83,7 +83,8 @@ def test_every_method_function_of_every_generator_has_a_row(path):
 
 # The tools a result passes through (tools/) are held like the method: every function of each file
 # listed here has a row. A tool's file joins the list with its rows.
-TOOLS = ["tools/resample.py", "tools/collect.py", "tools/collect_settings.py",
+TOOLS = ["tools/resample.py", "tools/cra_features.py", "tools/collect.py",
+         "tools/collect_settings.py",
          "tools/collect_tables.py", "tools/collect_worlds.py", "tools/collect_pictures.py",
          "tools/label.py", "tools/reproduce.py", "tools/rejudge.py", "tools/world.py",
          "tools/lesson.py", "tools/inside_summary.py", "tools/gallery.py", "tools/timings.py"]

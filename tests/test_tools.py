@@ -14,6 +14,7 @@ import types
 
 import numpy as np
 import pytest
+import torch
 
 from worlds import clips
 import data
@@ -637,3 +638,70 @@ def test_timings_profile_splits_a_run_into_its_parts_and_scales_a_default_run(mo
                     fake_np.savez_compressed, *(getattr(fake_runs, name) for name in stand_ins)]
         assert not [f for f in put_back if hasattr(f, "__wrapped__")]     # no timer left behind
         assert fake_runs.evaluate is evaluate
+
+
+# ------------------------------------------------------------------- tools/cra_features.py
+def test_cra_features_stacks_each_frames_rgb_as_channels_in_frame_order():
+    import cra_features
+    from worlds import clips
+    images = np.random.default_rng(0).random((3, 32, 32, 3)).astype(np.float32)
+    frames = clips.frames_of(images)                                        # (3, 4, 16, 16, 3)
+    got = cra_features.stacked(images).numpy()
+    assert got.shape == (3, 12, 16, 16)
+    for k in range(4):
+        for c in range(3):
+            assert np.array_equal(got[:, 3 * k + c], frames[:, k, :, :, c])
+
+
+def test_cra_features_nearest_class_names_the_class_of_the_nearest_reference():
+    import cra_features
+    reference = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    features = torch.tensor([[9.0, 1.0], [1.0, 8.0], [0.5, 0.5], [6.0, 0.0]])
+    assert list(cra_features.nearest_class(features, reference, ["00", "01", "12"])) == \
+        ["01", "12", "00", "01"]
+
+
+def test_cra_features_an_encoder_learns_the_six_classes_of_real_clips():
+    """Small (40 clips a class, 4 epochs): it names held-out real clips' classes, and its
+    unit-length features retrieve them; with the labels shuffled it would do neither."""
+    import cra_features
+    from worlds import clips
+    encoder = cra_features.train_encoder(40, 4, 16, 3e-3, seed=1)
+    read = cra_features.encoded(encoder)
+    real, bits, _ = clips.make_dataset(clips.COMPOSITIONS, 20, seed=5)
+    held, held_bits, _ = clips.make_dataset(clips.COMPOSITIONS, 10, seed=6)
+    with torch.no_grad():
+        named = encoder(cra_features.stacked(held)).argmax(1).numpy()       # its six logits
+    assert (named == [clips.COMPOSITIONS.index(clips.bits_to_code(b)) for b in held_bits]).mean() \
+        >= 0.9
+    features = read(held)
+    assert torch.allclose(features.norm(dim=1), torch.ones(len(held)), atol=1e-5)
+    found = cra_features.nearest_class(features, read(real),
+                                       [clips.bits_to_code(b) for b in bits])
+    asked = np.array([clips.bits_to_code(b) for b in held_bits])
+    assert (found == asked).mean() >= 0.9
+
+
+def test_cra_features_report_reads_each_kind_and_each_kept_run(monkeypatch, tmp_path):
+    """A kept run of real novel clips and blank seen ones: its novel clips composed 100.0, all
+    hit, none refused. The learnt maps: the pooled pixels again, then one that reads nothing
+    (every clip lands on the first reference clip's class)."""
+    import cra_features
+    from worlds import clips
+    novel, novel_bits, _ = clips.make_dataset(clips.LEVEL1 + clips.LEVEL2, 4, seed=9)
+    seen_bits = np.array([clips.code_to_bits(c) for c in clips.SEEN for _ in range(2)])
+    images = np.concatenate([novel, np.zeros((len(seen_bits), 32, 32, 3), np.float32)])
+    kept = tmp_path / "results" / "clips" / "runs" / "fake"
+    kept.mkdir(parents=True)
+    np.savez(kept / "samples.npz", images=(images * 255).round().astype(np.uint8),
+             factors=np.concatenate([novel_bits, seen_bits]))
+    monkeypatch.setattr(cra_features, "ROOT", str(tmp_path))
+    lines = cra_features.report([clips.features, lambda x: torch.zeros(len(x), 4)], n=6)
+    kinds, runs_ = lines[2:lines.index("")], lines[lines.index("") + 3:]
+    assert len(kinds) == 14 and kinds[0].startswith("| clean renders | accepts | 100.0 |")
+    for row in kinds:
+        cells = row.strip("| ").split(" | ")
+        assert cells[3].split(" / ")[0] == cells[2]
+    assert kinds[0].split(" | ")[-1].split(" / ")[1].strip(" |") != "100.0"
+    assert runs_ == ["| fake | 100.0 | 100.0 | 0.0 | 100.0 / "
+                     + runs_[0].split(" / ")[1].split(" |")[0] + " | 0.0 / 0.0 |"]
