@@ -641,6 +641,8 @@ MUTATIONS = [
       "substitution"], None),
     # the suite's command list, its skipping and resuming, its report (tests/test_reproduce.py);
     # tools/rejudge.py, tools/world.py, tools/lesson.py (tests/test_tools.py); the probe's parts
+    ("tools/reproduce.py", 'for world in ("shapes3d", "clips")},', 'for world in ("shapes3d",)},',
+     [f"{RE}::test_the_suite_lists_each_questions_runs_with_their_own_flags"], None),
     ("tools/reproduce.py", '("mar", SEEN_COUNTS[:4]))', '("mar", SEEN_COUNTS[:-1]))',
      [f"{RE}::test_the_suite_lists_each_questions_runs_with_their_own_flags"], None),
     ("tools/reproduce.py", '(("maskgit", SEEN_COUNTS[:-1]), ("dit", SEEN_COUNTS[:-1]),',

@@ -231,6 +231,10 @@ RUNS = {  # question -> run name -> its own flags, beyond the budget's: written 
                     for n in counts}},
     "clips": {name: ["--world", "clips", "--lr-schedule", "cosine"]
               for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},
+    "givt-shapes3d": {f"{name}-pca": ["--world", "shapes3d", "--lr-schedule", "cosine",
+                                      "--tokenizer", "pca"] for name in ("givt", "dit")},
+    "givt-clips": {f"{name}-pca": ["--world", "clips", "--lr-schedule", "cosine",
+                                   "--tokenizer", "pca"] for name in ("givt", "dit")},
     "objects": {f"objects-{cond}-{where}": ["--cond", cond, "--locality", where]
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
                                     ("all", "local"))},
@@ -297,8 +301,9 @@ def test_every_run_carries_the_budget_and_a_world_run_sizes_its_own_data(tmp_pat
             assert given["--samples-per-comp"] == "16", argv
         if "--train-per-comp" in given:
             assert given["--train-per-comp"] == "5000", argv
-    assert sum("--world" in argv for _, _, argv in listed) == 3 * (len(RUNS["shapes3d"])
-                                                                   + len(RUNS["clips"]))
+    worlds_ = [q for q in RUNS if any("--world" in flags for flags in RUNS[q].values())]
+    assert sum("--world" in argv for _, _, argv in listed) == 3 * sum(len(RUNS[q])
+                                                                       for q in worlds_)
 
 
 def test_each_run_is_listed_once_a_seed_and_the_time_course_last_from_step_0(tmp_path):
@@ -416,7 +421,8 @@ def test_the_report_builds_a_table_for_each_question_with_an_evaluated_run(tmp_p
     none = "no run has finished an evaluation yet"
     assert index == ["# The study, rebuilt", "", "- [ladder](ladder/table.md): 2 runs",
                      *[f"- {q}: {none}" for q in ("tokenizers", "causal", "conditioning",
-                                                  "unmasking", "shapes3d", "clips", "objects")],
+                                                  "unmasking", "shapes3d", "clips",
+                                                  "givt-shapes3d", "givt-clips", "objects")],
                      "- [long-runs](long-runs/table.md): 1 runs"]
     assert (runs_dir / "README.md").read_text() == "\n".join(index) + "\n"
     assert tables == [(str(runs_dir / q), None,

@@ -62,6 +62,10 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                     for n in counts}},
     "clips": {name: (f"{name}.py", ["--world", "clips", "--lr-schedule", "cosine"])
               for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # the same recipe
+    **{f"givt-{world}": {f"{name}-pca": (f"{name}.py", ["--world", world, "--lr-schedule", "cosine",
+                                                        "--tokenizer", "pca"])
+                         for name in ("givt", "dit")}                  # GIVT's control, and DiT's
+       for world in ("shapes3d", "clips")},
     "objects": {f"objects-{cond}-{where}": ("studies/objects.py",
                                             ["--cond", cond, "--locality", where])
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
