@@ -253,11 +253,16 @@ def start_clock(config, before=0.0):
     config["clock"] = dict(start=time.time(), before=before)
 
 
+def table_rows(world):
+    """The rows of a world's tables: {name: codes}, its GROUPS, or a row per composition."""
+    return getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})
+
+
 def report(metrics, world=data):
     """The per-composition table (three readings; a world of many compositions: per group of its
     table) and the closing line of the contract."""
-    if world is not data:                         # its GROUPS' rows, or a row per composition
-        groups = getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})
+    if world is not data:
+        groups = table_rows(world)
         wide = max(8, *map(len, groups))                      # clips.py's rows: "night-straight"
         print(f"{'group':<{wide}} {'codes':>5} {'composed':>8} {'fidelity':>8} {'probe':>6}")
         for name, codes in groups.items():
@@ -565,8 +570,7 @@ def save_curves_png(path, history, title="", world=data):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
     steps = [m["step"] for m in history]
-    rows = getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})
-    for name, codes in rows.items():
+    for name, codes in table_rows(world).items():
         split = world.split_of(codes[0])
         ax.plot(steps, [100 * np.mean([m["acc"].get(c, np.nan) for c in codes]) for m in history],
                 marker="o", markersize=3, color=SPLIT_COLORS[split], label=f"{name} ({split})",

@@ -2712,8 +2712,8 @@ MUTATIONS = [
      [f"{BA}::test_codes_name_their_bar_and_an_unknown_code_is_refused_by_name"], None),
     ("worlds/bars.py", "    return make_dataset(SEEN, n_per_code, seed)", "    return make_dataset(COMPOSITIONS, n_per_code, seed)",
      [f"{BA}::test_codes_name_their_bar_and_an_unknown_code_is_refused_by_name"], None),
-    ("runs.py", 'groups = getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})',
-     "groups = world.GROUPS", [f"{BA}::test_a_run_of_the_bars_world_prints_a_row_a_composition"], None),
+    ("runs.py", 'return getattr(world, "GROUPS", {code: (code,) for code in world.COMPOSITIONS})',
+     "return world.GROUPS", [f"{BA}::test_a_run_of_the_bars_world_prints_a_row_a_composition"], None),
 ]
 
 

@@ -5,6 +5,7 @@ tables of the worlds beside Shapes2D (a bare `worlds` is the package of those wo
 """
 import numpy as np
 
+import runs
 from collect_settings import commits, seeds_of, setting
 from collect_tables import mean_std
 
@@ -27,7 +28,7 @@ def world_table(groups, command, world, reach):
         if members[0][1].get("seen_count") is not None:               # in the diversity table
             continue
         finals = [history[-1] for _, _, history in members]
-        for group, codes in getattr(world, "GROUPS", {c: (c,) for c in world.COMPOSITIONS}).items():
+        for group, codes in runs.table_rows(world).items():
             def over(key):
                 return [float(np.mean([f[key][c] for c in codes])) for f in finals]
             counts = {}
