@@ -86,13 +86,15 @@ def report(learnt, n=100):
     spaces = [clips.features, *learnt]
     reference = [read(real) for read in spaces]
 
-    def shares(images, asked, refused=None):
-        """'pooled', then 'a / b / c' over the learnt maps: hit (and hit & refused) in %."""
-        hit = [nearest_class(read(images), ref, codes) == asked
-               for read, ref in zip(spaces, reference)]
-        kept = [h if refused is None else h & refused for h in hit]
-        cells = [f"{100 * k.mean():.1f}" for k in kept]
-        return [cells[0], " / ".join(cells[1:])]
+    def hits(images, asked):
+        """Per feature map, pooled first: which clips land on the asked class, (N,) bool."""
+        return [nearest_class(read(images), ref, codes) == asked
+                for read, ref in zip(spaces, reference)]
+
+    def cells(hit):
+        """'pooled', then 'a / b / c' over the learnt maps: the shares in %."""
+        shares = [f"{100 * h.mean():.1f}" for h in hit]
+        return [shares[0], " / ".join(shares[1:])]
     accepted, rejected, asked = clips.calibration_images(n)
     asked = np.array([clips.bits_to_code(b) for b in asked])
     lines = ["| kind of clip | a person | Hit@1, pooled pixels | Hit@1, learnt features |",
@@ -100,7 +102,7 @@ def report(learnt, n=100):
     for verdict, kinds in (("accepts", accepted), ("refuses", rejected)):
         for kind, images in kinds.items():
             lines.append(f"| {kind} | {verdict} | "
-                         + " | ".join(shares(images.astype(np.float32), asked)) + " |")
+                         + " | ".join(cells(hits(images.astype(np.float32), asked))) + " |")
     lines += ["", "| kept run | novel clips composed | hit, pooled | hit and refused, pooled "
               "| hit, learnt | hit and refused, learnt |", "|---|---|---|---|---|---|"]
     for path in sorted(glob.glob(os.path.join(ROOT, "results", "clips", "runs", "*",
@@ -110,10 +112,11 @@ def report(learnt, n=100):
         wanted = np.array([clips.bits_to_code(b) for b in factors])
         novel = np.isin(wanted, clips.LEVEL1 + clips.LEVEL2)
         composed = clips.readings(images[novel], factors[novel])["composed"]
-        hit, hit_refused = (shares(images[novel], wanted[novel], refused)
-                            for refused in (None, ~composed))
-        cells = [f"{100 * composed.mean():.1f}", hit[0], hit_refused[0], hit[1], hit_refused[1]]
-        lines.append(f"| {os.path.basename(os.path.dirname(path))} | " + " | ".join(cells) + " |")
+        hit = hits(images[novel], wanted[novel])
+        (pooled, learnt), (pooled_refused, learnt_refused) = cells(hit), cells(
+            [h & ~composed for h in hit])
+        row = [f"{100 * composed.mean():.1f}", pooled, pooled_refused, learnt, learnt_refused]
+        lines.append(f"| {os.path.basename(os.path.dirname(path))} | " + " | ".join(row) + " |")
     return lines
 
 
