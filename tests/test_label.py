@@ -162,6 +162,21 @@ def test_agreement_counts_the_reading_against_the_person_by_kind(tmp_path):
     assert label.agreement("shapes3d", path, "all") == (0.75, 4, {"person refuses: size": 1})
 
 
+def test_against_each_person_compares_the_reading_with_each_pass_on_the_asked_half(tmp_path):
+    """Three real renders (composed) and a blank (not); the held-out half holds samples 0, 1, 3:
+    the first pass agrees with the reading on all three, the second on one, each other on one."""
+    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
+    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
+    images[3] = 0
+    passes = np.array([[1, 1, 0, 0], [0, 1, 1, 1], [0, -1, -1, 0]])
+    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
+             labels=np.array([0, 1, 0, 0]), reasons=np.array(["size", "", "hue", "faint"]),
+             held_out=np.array([True, True, False, True]), passes=passes)
+    path = str(tmp_path / "g.npz")
+    assert label.against_each_person("shapes3d", path) == pytest.approx((1.0, 1 / 3, 1 / 3))
+    assert label.against_each_person("shapes3d", path, "fitting") == pytest.approx((0.0, 1.0, 0.0))
+
+
 def test_a_shapes3d_sheet_shows_the_asked_solid_beside_its_neighbouring_values():
     references, titles = label.shapes3d_references((7, 2, 7))
     assert titles == ["asked", "size 6", "size 8 (none)", "blue", "purple", "cube", "cylinder"]
@@ -260,3 +275,5 @@ def test_each_worlds_readings_agree_with_its_held_out_labels_as_the_report_state
         share, count, _ = label.agreement(name)
         assert share >= floor and count == {"shapes3d": 312, "clips": 150}[name], (name, share)
         assert label.between_people(name) == pytest.approx(people, abs=5e-4)
+        first, second, each_other = label.against_each_person(name)
+        assert min(first, second) >= floor - 0.01 and max(first, second) <= each_other, name
