@@ -1134,7 +1134,7 @@ def test_inside_summary_reach_scales_probabilities_to_percent_and_errors_not():
 
 
 def test_inside_summary_readout_is_level2_by_layer_and_factor_a_missing_layer_left_out():
-    """Each factor's level-2 readout at each layer of the first run (in %, no digits), and with
+    """Each factor's level-2 readout at each layer of any run (in %, no digits), and with
     shuffled labels; maskgit has no block 1: '-' there."""
     assert inside_summary.readout_rows(summary_kept()) == [
         "| setting | factor | input | block 0 | block 1 | shuffled labels |",
@@ -1145,6 +1145,15 @@ def test_inside_summary_readout_is_level2_by_layer_and_factor_a_missing_layer_le
         "| `maskgit.py` | shape | 23 | 43 | - | 73 |",
         "| `maskgit.py` | color | 28 | 48 | - | 78 |",
         "| `maskgit.py` | size | 33 | 53 | - | 83 |"]
+
+
+def test_inside_summary_readout_takes_a_layer_that_only_a_later_setting_has():
+    """The shallower setting first: the deeper one's block 1 still gets its column."""
+    kept = dict(reversed(list(summary_kept().items())))
+    rows = inside_summary.readout_rows(kept)
+    assert rows[0] == "| setting | factor | input | block 0 | block 1 | shuffled labels |"
+    assert rows[2] == "| `maskgit.py` | shape | 23 | 43 | - | 73 |"
+    assert rows[5] == "| `dit.py` | shape | 8 ± 5 | 28 ± 5 | 48 ± 5 | 58 ± 5 |"
 
 
 def test_inside_summary_units_read_the_probe_and_each_seeds_mean_over_pairs_without_nan():

@@ -85,7 +85,8 @@ def reach_rows(kept):
 
 
 def readout_rows(kept):
-    layers = list(next(iter(kept.values()))[0]["readout"])
+    layers = list(dict.fromkeys(layer for results in kept.values() for r in results
+                                for layer in r["readout"]))        # every run's, a deeper one too
     rows = ["| setting | factor | " + " | ".join(layers) + " | shuffled labels |",
             "|---|---|" + "---|" * (len(layers) + 1)]
     for setting, results in kept.items():
