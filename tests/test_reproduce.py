@@ -231,10 +231,16 @@ RUNS = {  # question -> run name -> its own flags, beyond the budget's: written 
                     for n in counts}},
     "clips": {name: ["--world", "clips", "--lr-schedule", "cosine"]
               for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},
-    "givt-shapes3d": {f"{name}-pca": ["--world", "shapes3d", "--lr-schedule", "cosine",
-                                      "--tokenizer", "pca"] for name in ("givt", "dit")},
-    "givt-clips": {f"{name}-pca": ["--world", "clips", "--lr-schedule", "cosine",
-                                   "--tokenizer", "pca"] for name in ("givt", "dit")},
+    **{f"givt-{world}": {"givt-pca": ["--world", world, "--lr-schedule", "cosine", "--tokenizer",
+                                      "pca"],
+                         "dit-pca": ["--world", world, "--lr-schedule", "cosine", "--tokenizer",
+                                     "pca"],
+                         "givt-pca-constant": ["--world", world, "--lr-schedule", "constant",
+                                               "--tokenizer", "pca"],
+                         "dit-pca-constant": ["--world", world, "--lr-schedule", "constant",
+                                              "--tokenizer", "pca"],
+                         "maskgit-constant": ["--world", world, "--lr-schedule", "constant"]}
+       for world in ("shapes3d", "clips")},
     "objects": {f"objects-{cond}-{where}": ["--cond", cond, "--locality", where]
                 for cond, where in (("all", "global"), ("one", "global"), ("one", "local"),
                                     ("all", "local"))},

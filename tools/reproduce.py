@@ -42,6 +42,9 @@ BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evalua
     "full": dict(steps=10000, long_steps=20000, eval_every=250, samples_per_comp=32,
                  train_per_comp=5000, batch_size=64, seeds=(0, 1, 2)),
 }
+GIVT_RECIPE = {"givt-pca-constant": ("givt.py", ["--tokenizer", "pca"]),   # GIVT's recipe in the
+               "dit-pca-constant": ("dit.py", ["--tokenizer", "pca"]),     # new worlds, and its
+               "maskgit-constant": ("maskgit.py", [])}                     # rivals' at its rate
 QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's); the ladder first
     "ladder": {"maskgit": ("maskgit.py", []), "jepa_maskgit": ("jepa_maskgit.py", []),
                "givt": ("givt.py", []), "mar": ("mar.py", []), "dit": ("dit.py", [])},
@@ -62,9 +65,12 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                     for n in counts}},
     "clips": {name: (f"{name}.py", ["--world", "clips", "--lr-schedule", "cosine"])
               for name in ("maskgit", "jepa_maskgit", "givt", "mar", "dit")},  # the same recipe
-    **{f"givt-{world}": {f"{name}-pca": (f"{name}.py", ["--world", world, "--lr-schedule", "cosine",
-                                                        "--tokenizer", "pca"])
-                         for name in ("givt", "dit")}                  # GIVT's control, and DiT's
+    **{f"givt-{world}": {**{f"{name}-pca": (f"{name}.py", ["--world", world, "--lr-schedule",
+                                                           "cosine", "--tokenizer", "pca"])
+                            for name in ("givt", "dit")},              # GIVT's control, and DiT's
+                         **{name: (script, ["--world", world, "--lr-schedule", "constant",
+                                            *flags])
+                            for name, (script, flags) in GIVT_RECIPE.items()}}
        for world in ("shapes3d", "clips")},
     "objects": {f"objects-{cond}-{where}": ("studies/objects.py",
                                             ["--cond", cond, "--locality", where])
