@@ -631,6 +631,40 @@ def test_collect_a_strip_lays_each_clip_in_a_row_its_frames_across_each_labelled
     assert said["savefig"] == ("strip.png",)
 
 
+def test_the_time_course_reads_each_worlds_farthest_novel_split_and_its_codes_on_the_probe():
+    """Shapes2D: level-2 and 111's probe (as the long runs always read); shapes3d: level-2 and the
+    mean of its six codes on the probe; the clips, no level-2: level-1 and its two clips; an
+    evaluation that kept no probe reads nan, not a KeyError."""
+    from worlds import clips, shapes3d
+    assert collect_tables.course_rows(data) == (
+        ("level2", "level-2 composed (%)"), ("probe_level2", "111 on the study's probe (%)"))
+    assert collect_tables.course_rows(shapes3d)[1] == (
+        "probe_level2", "level-2 on the study's probe (%)")
+    assert collect_tables.course_rows(clips) == (
+        ("level1", "level-1 composed (%)"), ("probe_level1", "level-1 on the study's probe (%)"))
+    probe = {code: 0.0 for code in shapes3d.COMPOSITIONS}
+    probe.update({code: 1.0 for code in shapes3d.LEVEL2[:3]})
+    assert collect_tables.course_reading({"probe_acc": probe}, "probe_level2", shapes3d) == 0.5
+    metrics = {"level1": 0.25, "probe_acc": {"02": 0.5, "10": 1.0, "00": 0.0}}
+    assert collect_tables.course_reading(metrics, "probe_level1", clips) == 0.75
+    assert collect_tables.course_reading(metrics, "level1", clips) == 0.25
+    assert np.isnan(collect_tables.course_reading({"level1": 0.0}, "probe_level1", clips))
+
+
+def test_the_time_course_takes_a_column_per_setting_where_a_script_has_two():
+    """Two long cosine settings of one script each get their own column, keyed by setting; a
+    script with one keeps its script's name; a constant-rate run stays off the course."""
+    def members(model, **flags):
+        config = {"model": model, "seed": 0, "lr_schedule": "cosine", "steps": 10000, **flags}
+        return [("run", config, [])]
+    groups = {"givt.py --tokenizer pca": members("givt", tokenizer="pca"),
+              "givt.py": members("givt"), "dit.py": members("dit"),
+              "dit.py --lr-schedule constant": members("dit", lr_schedule="constant")}
+    course = collect_tables.on_course(groups)
+    assert list(course) == ["givt.py --tokenizer pca", "givt.py", "dit.py"]
+    assert course["dit.py"][0] == "dit.py"
+
+
 def test_collect_the_time_courses_mean_is_over_the_steps_every_seed_reached(monkeypatch):
     """Seed 0 evaluated at steps 2, 4 and 8, seed 1 at 2 and 4 only: each seed's thin line at its
     own steps, the mean at 2 and 4 alone."""

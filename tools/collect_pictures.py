@@ -6,12 +6,14 @@ Named collect_pictures: what collect.py draws, beside it.
 """
 import os
 import sys
+import textwrap
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import data
 import runs
-from collect_tables import COURSE, course_reading
+from collect_tables import course_reading, course_rows
 
 def reading_at(history, key, step):
     return next(m[key] for m in history if m["step"] == step)
@@ -146,27 +148,28 @@ def plot_seen_sweep(path, sweep, reach):
 
 
 # ------------------------------------------------------------------ the time course (long runs)
-def plot_time_course(path, course):
-    """One column per model, one row per reading: a thin line per seed, the mean over seeds (at the
-    steps they share) in bold, log-scaled steps."""
+def plot_time_course(path, course, world=data):
+    """One column per model (per setting where a model has two), one row per reading: a thin line
+    per seed, the mean over seeds (at the steps they share) in bold, log-scaled steps."""
     plt = runs.pyplot()
-    fig, axes = plt.subplots(len(COURSE), len(course), figsize=(3.2 * len(course), 5.6),
+    rows = course_rows(world)
+    fig, axes = plt.subplots(len(rows), len(course), figsize=(3.2 * len(course), 5.6),
                              squeeze=False, sharey=True)
     for column, (script, (name, members)) in enumerate(course.items()):
-        for row, (key, label) in enumerate(COURSE):
+        for row, (key, label) in enumerate(rows):
             ax = axes[row][column]
             for _, config, history in members:
                 ax.plot([m["step"] for m in history],
-                        [100 * course_reading(m, key) for m in history], "-", color="tab:gray",
-                        linewidth=0.8)
+                        [100 * course_reading(m, key, world) for m in history], "-",
+                        color="tab:gray", linewidth=0.8)
             steps = sorted(set.intersection(*[{m["step"] for m in h} for _, _, h in members]))
-            mean = [100 * np.mean([course_reading(next(m for m in h if m["step"] == s), key)
+            mean = [100 * np.mean([course_reading(next(m for m in h if m["step"] == s), key, world)
                                    for _, _, h in members]) for s in steps]
             ax.plot(steps, mean, "-", color="black", linewidth=2.2,
                     label=f"mean of {len(members)} seed{'s' * (len(members) > 1)}")
             runs.log_step_axis(ax)
             ax.set_ylim(-3, 103)
-            ax.set_title(script if row == 0 else "", fontsize=9)
+            ax.set_title(textwrap.fill(script, 36) if row == 0 else "", fontsize=9)
             ax.set_ylabel(label if column == 0 else "", fontsize=8)
             ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

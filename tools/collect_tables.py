@@ -237,38 +237,51 @@ def summary(groups):
 # 0 over the run. A run of results/long-runs trained with it is on the time course; the rest are
 # controls.
 LONG_RECIPE, LONG = {"lr_schedule": "cosine"}, 10000       # the recipe, from this many steps
-COURSE = (("level2", "level-2 composed (%)"), ("probe_111", "111 on the study's probe (%)"))
 
 
-def course_reading(metrics, key):
-    """A time-course reading of one evaluation, in [0, 1]: level-2 composed, or 111's probe."""
-    return metrics["probe_acc"]["111"] if key == "probe_111" else metrics[key]
+def course_rows(world=data):
+    """The time course's readings, (key, label): the world's farthest novel split composed, and
+    that split on the study's probe (Shapes2D's level-2 is 111 alone)."""
+    split = "level2" if world.LEVEL2 else "level1"
+    codes, title = world.SPLITS[split], split.replace("level", "level-")
+    probed = codes[0] if len(codes) == 1 else title
+    return ((split, f"{title} composed (%)"),
+            (f"probe_{split}", f"{probed} on the study's probe (%)"))
+
+
+def course_reading(metrics, key, world=data):
+    """A time-course reading of one evaluation, in [0, 1]: a split composed, or the mean of its
+    codes on the probe (nan where the evaluation kept no probe)."""
+    if not key.startswith("probe_"):
+        return metrics[key]
+    probe = metrics.get("probe_acc", {})
+    return float(np.mean([probe.get(code, np.nan) for code in world.SPLITS[key[len("probe_"):]]]))
 
 
 def on_course(groups):
-    """The settings of LONG steps or more trained with the long-budget recipe, by script:
-    {script: (setting, members)}."""
-    course = {}
-    for name, members in groups.items():
-        config = members[0][1]
-        if (all(config.get(key) == value for key, value in LONG_RECIPE.items())
-                and config.get("steps", 0) >= LONG):
-            course.setdefault(f"{config['model']}.py", (name, members))
-    return course
+    """The settings of LONG steps or more trained with the long-budget recipe, by script, or by
+    setting where a script has two: {script or setting: (setting, members)}."""
+    found = [(name, members) for name, members in groups.items()
+             if all(members[0][1].get(key) == value for key, value in LONG_RECIPE.items())
+             and members[0][1].get("steps", 0) >= LONG]
+    scripts = [f"{members[0][1]['model']}.py" for _, members in found]
+    return {script if scripts.count(script) == 1 else name: (name, members)
+            for script, (name, members) in zip(scripts, found)}
 
 
-def time_course_table(course):
+def time_course_table(course, world=data):
     """Each seed's peak (the first step at its highest value) and end, of each time-course
     reading."""
+    rows = course_rows(world)
     lines = ["", "## The time course: each seed's peak (step) and end, with the long-budget recipe",
              "", "| setting | seed | " + " | ".join(f"{label}: peak (step) | end"
-                                                     for _, label in COURSE) + " | commit |",
-             "|---|---|" + "---|---|" * len(COURSE) + "---|"]
+                                                     for _, label in rows) + " | commit |",
+             "|---|---|" + "---|---|" * len(rows) + "---|"]
     for name, members in course.values():
         for _, config, history in members:
             cells = []
-            for key, _ in COURSE:
-                values = [course_reading(m, key) for m in history]
+            for key, _ in rows:
+                values = [course_reading(m, key, world) for m in history]
                 peak = int(np.argmax(values))
                 cells += [f"{100 * values[peak]:.1f} ({history[peak]['step']})",
                           f"{100 * values[-1]:.1f}"]
