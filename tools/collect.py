@@ -154,8 +154,9 @@ def write(folder, clock=None, command=None):
              else "results/" + os.path.basename(os.path.normpath(folder)))
     clocked = ["--clock", clock] if clock else []
     command = command or " ".join(["python tools/collect.py", where, *clocked])
-    if on_course(groups):
-        plot_time_course(os.path.join(folder, "time-course.png"), on_course(groups), world)
+    course = on_course(groups)
+    if course:
+        plot_time_course(os.path.join(folder, "time-course.png"), course, world)
     if world is not data:                                  # the real renders, beside the grids
         images, bits, _ = world.make_dataset(world.COMPOSITIONS, 1, REAL_SEED)
         runs.save_grid_png(os.path.join(folder, "real.png"), images, bits,

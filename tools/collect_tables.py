@@ -269,10 +269,10 @@ def on_course(groups):
             for script, (name, members) in zip(scripts, found)}
 
 
-def time_course_table(course, world=data):
+def time_course_table(course):
     """Each seed's peak (the first step at its highest value) and end, of each time-course
-    reading."""
-    rows = course_rows(world)
+    reading (a Shapes2D folder's table; other worlds' tables are collect_worlds')."""
+    rows = course_rows()
     lines = ["", "## The time course: each seed's peak (step) and end, with the long-budget recipe",
              "", "| setting | seed | " + " | ".join(f"{label}: peak (step) | end"
                                                      for _, label in rows) + " | commit |",
@@ -281,7 +281,7 @@ def time_course_table(course, world=data):
         for _, config, history in members:
             cells = []
             for key, _ in rows:
-                values = [course_reading(m, key, world) for m in history]
+                values = [course_reading(m, key) for m in history]
                 peak = int(np.argmax(values))
                 cells += [f"{100 * values[peak]:.1f} ({history[peak]['step']})",
                           f"{100 * values[-1]:.1f}"]

@@ -265,15 +265,19 @@ def build(name):
     print(f"{count} labelled samples of {name} in {GALLERIES[name]}")
 
 
-def agreement(name, path=None, part="held out"):
-    """(share of the gallery's `part` where the reading says what the person said, samples,
-    counts of each disagreement by the person's first reason or 'person accepts')."""
+def read_part(name, path=None, part="held out"):
+    """The gallery, which of its samples are its `part` (N,) and the reading's composed on them."""
     gallery = np.load(path or GALLERIES[name])
-    world = worlds.world(name)
     keep = {"held out": gallery["held_out"], "fitting": ~gallery["held_out"],
             "all": np.ones(len(gallery["labels"]), bool)}[part]
     images, factors = gallery["images"][keep].astype(np.float32) / 255, gallery["factors"][keep]
-    composed = world.readings(images, factors)["composed"]
+    return gallery, keep, worlds.world(name).readings(images, factors)["composed"]
+
+
+def agreement(name, path=None, part="held out"):
+    """(share of the gallery's `part` where the reading says what the person said, samples,
+    counts of each disagreement by the person's first reason or 'person accepts')."""
+    gallery, keep, composed = read_part(name, path, part)
     person = gallery["labels"][keep] == 1
     kinds = {}
     for accepted, reason in zip(person[composed != person],
@@ -325,10 +329,7 @@ def against_each_person(name, path=None, part="held out"):
     """(the reading against the first labelling, against the second, the two against each
     other) on the gallery's `part`: the fair test of a reading is one person, not the majority,
     which each person voted in."""
-    gallery = np.load(path or GALLERIES[name])
-    keep = gallery["held_out"] if part == "held out" else ~gallery["held_out"]
-    images, factors = gallery["images"][keep].astype(np.float32) / 255, gallery["factors"][keep]
-    composed = worlds.world(name).readings(images, factors)["composed"].astype(np.int64)
+    gallery, keep, composed = read_part(name, path, part)
     first, second = gallery["passes"][0][keep], gallery["passes"][1][keep]
     return (float((composed == first).mean()), float((composed == second).mean()),
             float((first == second).mean()))
