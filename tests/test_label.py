@@ -177,6 +177,23 @@ def test_against_each_person_compares_the_reading_with_each_pass_on_the_asked_ha
     assert label.against_each_person("shapes3d", path, "fitting") == pytest.approx((0.0, 1.0, 0.0))
 
 
+def test_where_people_split_parts_the_asked_half_by_whether_the_two_passes_agree(tmp_path):
+    """Three real renders (composed) and a blank (not), labelled refuse, accept, refuse, refuse;
+    the held-out half holds samples 0, 1, 3, where the passes agree on 1 and 3 (the reading right
+    on both) and split on 0 (the reading wrong)."""
+    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
+    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
+    images[3] = 0
+    passes = np.array([[1, 1, 0, 0], [0, 1, 1, 0], [0, -1, 0, -1]])
+    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
+             labels=np.array([0, 1, 0, 0]), reasons=np.array(["size", "", "hue", "faint"]),
+             held_out=np.array([True, True, False, True]), passes=passes)
+    path = str(tmp_path / "g.npz")
+    assert label.where_people_split("shapes3d", path) == (1.0, 2, 0.0, 1)
+    assert label.where_people_split("shapes3d", path, "fitting") == (
+        pytest.approx(float("nan"), nan_ok=True), 0, 0.0, 1)
+
+
 def test_a_shapes3d_sheet_shows_the_asked_solid_beside_its_neighbouring_values():
     references, titles = label.shapes3d_references((7, 2, 7))
     assert titles == ["asked", "size 6", "size 8 (none)", "blue", "purple", "cube", "cylinder"]
@@ -277,3 +294,5 @@ def test_each_worlds_readings_agree_with_its_held_out_labels_as_the_report_state
         assert label.between_people(name) == pytest.approx(people, abs=5e-4)
         first, second, each_other = label.against_each_person(name)
         assert min(first, second) >= floor - 0.01 and max(first, second) <= each_other, name
+        sure, agreed, _, apart = label.where_people_split(name)
+        assert sure >= 0.91 and agreed + apart == count, (name, sure)
