@@ -10,7 +10,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import label  # noqa: E402
-from worlds import shapes3d  # noqa: E402
+from worlds import clips, shapes3d  # noqa: E402
 
 
 def test_family_joins_a_runs_seeds_and_keeps_its_model_and_seen_set():
@@ -160,6 +160,39 @@ def test_agreement_counts_the_reading_against_the_person_by_kind(tmp_path):
     assert label.agreement("shapes3d", path, "held out") == (0.5, 2, {"person refuses: size": 1})
     assert label.agreement("shapes3d", path, "fitting") == (1.0, 2, {})
     assert label.agreement("shapes3d", path, "all") == (0.75, 4, {"person refuses: size": 1})
+
+
+def test_refusals_name_the_first_check_failed_else_the_factor_read_as_another_value():
+    """A real render asked as drawn (composed), one asked another size, a blank; a real clip asked
+    as drawn, one asked the other way, a blank: each world's readings compose exactly the ""."""
+    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0]])
+    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
+    images[2] = 0
+    asked = bits + [[0, 0, 0], [0, 0, 1], [0, 0, 0]]
+    why = label.refusals("shapes3d", images, asked)
+    assert why.tolist() == ["", "the size", "an object"]
+    assert ((why == "") == shapes3d.readings(images, asked)["composed"]).all()
+    bits = np.array([[0, 0], [1, 2], [0, 1]])
+    images = clips.render(clips.sample_latents(bits, np.random.default_rng(1)))
+    images[2] = 0
+    asked = bits - [[0, 0], [0, 2], [0, 0]]
+    why = label.refusals("clips", images, asked)
+    assert why.tolist() == ["", "the direction", "lit as drawn"]
+    assert ((why == "") == clips.readings(images, asked)["composed"]).all()
+
+
+def test_agreement_counts_what_the_person_accepts_by_the_readings_refusal(tmp_path):
+    """Two blanks and a real render asked another size, all labelled accept: the reading refuses
+    two for want of an object and one for the size."""
+    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0]])
+    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
+    images[[0, 2]] = 0
+    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8),
+             factors=bits + [[0, 0, 0], [0, 0, 1], [0, 0, 0]], labels=np.array([1, 1, 1]),
+             reasons=np.array(["", "", ""]), held_out=np.array([True, True, True]),
+             passes=np.zeros((3, 3), np.int64))
+    assert label.agreement("shapes3d", str(tmp_path / "g.npz")) == (
+        0.0, 3, {"reading refuses: an object": 2, "reading refuses: the size": 1})
 
 
 def test_against_each_person_compares_the_reading_with_each_pass_on_the_asked_half(tmp_path):

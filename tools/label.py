@@ -38,6 +38,7 @@ REASONS = {       # why a person refuses a sample; results/readings/README.md sa
 GALLERIES = {name: os.path.join(ROOT, "tests", f"gallery_{name}.npz") for name in REASONS}
 LABELS = os.path.join(ROOT, "results", "readings", "labels")     # <world>/<pass>/*.txt
 PASSES = ("first", "second", "third")
+READERS = {"shapes3d": "read_solids", "clips": "read_clips"}   # what each world's checks() read
 
 
 def family(run):
@@ -265,24 +266,43 @@ def build(name):
     print(f"{count} labelled samples of {name} in {GALLERIES[name]}")
 
 
+def refusals(name, images, factors):
+    """Why the reading refuses each sample (N,): the first of its world's checks the sample fails
+    ("no bite"), else the first factor it reads as another value ("the size"); "" where the
+    reading composes it."""
+    world = worlds.world(name)
+    read = getattr(world, READERS[name])(images)
+    kinds = [np.where(passed, "", check) for check, passed in world.checks(read).items()]
+    kinds += [np.where(read["bits"][:, f] == factors[:, f], "", f"the {factor}")
+              for f, factor in enumerate(world.FACTORS)]
+    first = np.full(len(images), "", dtype=object)
+    for kind in reversed(kinds):
+        first = np.where(kind != "", kind, first)
+    return first
+
+
 def read_part(name, path=None, part="held out"):
-    """The gallery, which of its samples are its `part` (N,) and the reading's composed on them."""
+    """The gallery, which of its samples are its `part` (N,) and why the reading refuses each of
+    them ("" where it composes it)."""
     gallery = np.load(path or GALLERIES[name])
     keep = {"held out": gallery["held_out"], "fitting": ~gallery["held_out"],
             "all": np.ones(len(gallery["labels"]), bool)}[part]
     images, factors = gallery["images"][keep].astype(np.float32) / 255, gallery["factors"][keep]
-    return gallery, keep, worlds.world(name).readings(images, factors)["composed"]
+    return gallery, keep, refusals(name, images, factors)
 
 
 def agreement(name, path=None, part="held out"):
     """(share of the gallery's `part` where the reading says what the person said, samples,
-    counts of each disagreement by the person's first reason or 'person accepts')."""
-    gallery, keep, composed = read_part(name, path, part)
-    person = gallery["labels"][keep] == 1
+    counts of each disagreement: "person refuses: " the person's first reason, where the reading
+    composes the sample, or "reading refuses: " its refusal, where the person accepts it)."""
+    gallery, keep, why = read_part(name, path, part)
+    person, composed = gallery["labels"][keep] == 1, why == ""
     kinds = {}
-    for accepted, reason in zip(person[composed != person],
-                                gallery["reasons"][keep][composed != person]):
-        kind = "person accepts" if accepted else f"person refuses: {reason.split(',')[0]}"
+    for accepted, reason, refusal in zip(person[composed != person],
+                                         gallery["reasons"][keep][composed != person],
+                                         why[composed != person]):
+        kind = (f"reading refuses: {refusal}" if accepted
+                else f"person refuses: {reason.split(',')[0]}")
         kinds[kind] = kinds.get(kind, 0) + 1
     return float((composed == person).mean()), int(keep.sum()), kinds
 
@@ -329,7 +349,8 @@ def against_each_person(name, path=None, part="held out"):
     """(the reading against the first labelling, against the second, the two against each
     other) on the gallery's `part`: the fair test of a reading is one person, not the majority,
     which each person voted in."""
-    gallery, keep, composed = read_part(name, path, part)
+    gallery, keep, why = read_part(name, path, part)
+    composed = why == ""
     first, second = gallery["passes"][0][keep], gallery["passes"][1][keep]
     return (float((composed == first).mean()), float((composed == second).mean()),
             float((first == second).mean()))
@@ -339,9 +360,9 @@ def where_people_split(name, path=None, part="held out"):
     """(the reading against the label where the first two passes agree, those samples; where they
     split, those samples): a person scores 100% on the first and about half on the second, so the
     first is where a reading falls short of a person."""
-    gallery, keep, composed = read_part(name, path, part)
+    gallery, keep, why = read_part(name, path, part)
     first, second = gallery["passes"][:2, keep]
-    right, sure = composed == (gallery["labels"][keep] == 1), first == second
+    right, sure = (why == "") == (gallery["labels"][keep] == 1), first == second
     return (float(right[sure].mean()) if sure.any() else float("nan"), int(sure.sum()),
             float(right[~sure].mean()) if (~sure).any() else float("nan"), int((~sure).sum()))
 
@@ -362,9 +383,11 @@ def main(argv=None):
         print(f"{args.world}: the two passes agree on {100 * between_people(args.world):.1f}%")
         for part in ("fitting", "held out"):
             share, count, kinds = agreement(args.world, part=part)
-            print(f"  the readings agree with the {part} labels on {100 * share:.1f}% of {count}; "
-                  "disagreements: " + (", ".join(f"{k} {v}" for k, v in sorted(
-                      kinds.items(), key=lambda kv: -kv[1])) or "none"))
+            print(f"  the readings agree with the {part} labels on {100 * share:.1f}% of {count}")
+            for who in ("person", "reading"):
+                mine = sorted(((k.split(": ", 1)[1], v) for k, v in kinds.items()
+                               if k.startswith(who)), key=lambda kv: -kv[1])
+                print(f"    {who} refuses: " + (", ".join(f"{k} {v}" for k, v in mine) or "none"))
         first, second, people = against_each_person(args.world)
         print(f"  held out, against one person: the reading agrees with the first labelling on "
               f"{100 * first:.1f}% and the second on {100 * second:.1f}%, the labellings with each "

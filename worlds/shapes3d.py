@@ -421,17 +421,24 @@ def read_solids(images):
             "beyond": np.maximum(0, np.maximum(SIZES[0] - fit[:, 1], fit[:, 1] - SIZES[-1]))}
 
 
+def checks(solids, rule=LEGIBLE):
+    """Each test legible() asks of a solid, by name: (N,) True where the solid passes it."""
+    return {
+        "an object": (solids["area"] >= rule["min_area"]),
+        "no second object": (solids["second_area"] <= rule["max_second_area"]),
+        "one hue": ((solids["other_hue"] <= rule["max_other_hue"])
+                    & (solids["other_patch"] <= rule["max_other_patch"])),
+        "coloured": (solids["saturation"] >= rule["min_saturation"]),
+        "lit as drawn": (solids["gain"] >= rule["gain"][0]) & (solids["gain"] <= rule["gain"][1]),
+        "no bite": (solids["local"] <= rule["max_local"]),
+        "one shape": (solids["shape_margin"] >= rule["min_shape_margin"]),
+        "a drawn size": (solids["beyond"] <= rule["max_beyond"]),
+    }
+
+
 def legible(solids, rule=LEGIBLE):
     """One solid of one hue, a shape and a size the renderer draws."""
-    return ((solids["area"] >= rule["min_area"])
-            & (solids["second_area"] <= rule["max_second_area"])
-            & (solids["other_hue"] <= rule["max_other_hue"])
-            & (solids["other_patch"] <= rule["max_other_patch"])
-            & (solids["saturation"] >= rule["min_saturation"])
-            & (solids["gain"] >= rule["gain"][0]) & (solids["gain"] <= rule["gain"][1])
-            & (solids["local"] <= rule["max_local"])
-            & (solids["shape_margin"] >= rule["min_shape_margin"])
-            & (solids["beyond"] <= rule["max_beyond"]))
+    return np.logical_and.reduce(list(checks(solids, rule).values()))
 
 
 def readings(images, factors):
