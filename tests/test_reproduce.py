@@ -98,7 +98,9 @@ def test_the_study_as_a_list_of_commands(tmp_path, capsys):
         args = vars(plumbing.script(os.path.basename(words[1])[:-3]).parse(words[2:])[1])
         assert args["out"].startswith(str(tmp_path / "my runs")) and args["seed"] == 0, line
     assert "python dit.py --steps 3 " in lines[4]
-    assert sum("--steps 6 " in line for line in lines) == 4           # the time course: from step 0
+    recipe = [line for line in lines if "-constant-seed0" in line]      # GIVT's, and its rivals'
+    assert len(recipe) == 6 and all("--steps 6 " in line for line in recipe)   # twice the budget
+    assert sum("--steps 6 " in line for line in lines) == 4 + 6       # the time course: from step 0
     assert not (tmp_path / "my runs").exists()
 
 

@@ -45,7 +45,9 @@ BUDGETS = {  # steps of every run, of the time-course runs (seed 0 only), evalua
 GIVT_RECIPE = {"givt-pca-constant": ("givt.py", ["--tokenizer", "pca"]),   # GIVT's recipe in the
                "dit-pca-constant": ("dit.py", ["--tokenizer", "pca"]),     # new worlds, and its
                "maskgit-constant": ("maskgit.py", [])}                     # rivals' at its rate
-QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's); the ladder first
+RECIPE_STEPS = 2   # ... for twice the budget's steps: at 2,000 GIVT's seen was still rising
+QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's[, times the
+             # budget's steps]); the ladder first
     "ladder": {"maskgit": ("maskgit.py", []), "jepa_maskgit": ("jepa_maskgit.py", []),
                "givt": ("givt.py", []), "mar": ("mar.py", []), "dit": ("dit.py", [])},
     "tokenizers": {f"{model}-{tokenizer}": (f"{model}.py", ["--tokenizer", tokenizer])
@@ -69,7 +71,7 @@ QUESTIONS = {  # question -> run name -> (script, its flags beyond the budget's)
                                                            "cosine", "--tokenizer", "pca"])
                             for name in ("givt", "dit")},              # GIVT's control, and DiT's
                          **{name: (script, ["--world", world, "--lr-schedule", "constant",
-                                            *flags])
+                                            *flags], RECIPE_STEPS)
                             for name, (script, flags) in GIVT_RECIPE.items()}}
        for world in ("shapes3d", "clips")},
     "objects": {f"objects-{cond}-{where}": ("studies/objects.py",
@@ -101,11 +103,11 @@ def jobs(runs_dir, budget, device):
     found = []
     for question, members in QUESTIONS.items():
         for seed in budget["seeds"]:
-            for name, (script, flags) in members.items():
+            for name, (script, flags, *times) in members.items():   # times: of the budget's steps
                 folder = os.path.join(runs_dir, question, "runs", f"{name}-seed{seed}")
-                found.append((folder, budget["steps"],
-                              command(script, flags, seed, budget, folder, budget["steps"],
-                                      device)))
+                steps = budget["steps"] * (times[0] if times else 1)
+                found.append((folder, steps,
+                              command(script, flags, seed, budget, folder, steps, device)))
     for name, (script, flags) in QUESTIONS["ladder"].items():
         folder = os.path.join(runs_dir, LONG, "runs", f"{name}-seed0")
         if name != "jepa_maskgit":
