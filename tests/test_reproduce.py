@@ -330,7 +330,9 @@ def test_each_run_is_listed_once_a_seed_and_the_time_course_last_from_step_0(tmp
     for (folder, steps, argv), (question, name, seed) in zip(listed, places):
         given, own = settings(argv)
         long = question == reproduce.LONG
-        assert steps == (8000 if long else 2000) and given["--steps"] == str(steps), folder
+        recipe = question.startswith("givt-") and name.endswith("-constant")  # twice the budget
+        assert steps == (8000 if long else 4000 if recipe else 2000), folder
+        assert given["--steps"] == str(steps), folder
         assert given["--seed"] == str(seed) and given["--out"] == folder
         if long:
             assert own == [] and argv[1] == os.path.join(ROOT, f"{name}.py")
