@@ -28,6 +28,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 import runs  # noqa: E402
 import worlds  # noqa: E402
+from worlds import clips, shapes3d  # noqa: E402
 
 PENDING = os.path.join(ROOT, "runs", "label")
 PER_STRATUM = {"shapes3d": 12, "clips": 10}       # samples per (run family, group)
@@ -38,7 +39,7 @@ REASONS = {       # why a person refuses a sample; results/readings/README.md sa
 GALLERIES = {name: os.path.join(ROOT, "tests", f"gallery_{name}.npz") for name in REASONS}
 LABELS = os.path.join(ROOT, "results", "readings", "labels")     # <world>/<pass>/*.txt
 PASSES = ("first", "second", "third")
-READERS = {"shapes3d": "read_solids", "clips": "read_clips"}   # what each world's checks() read
+READERS = {"shapes3d": shapes3d.read_solids, "clips": clips.read_clips}   # what checks() read
 
 
 def family(run):
@@ -93,37 +94,35 @@ def shapes3d_references(bits):
     """Real renders (8, 32, 32, 3) beside a sample asked for bits: the asked code, its size one
     class smaller and larger (for the largest, one step beyond the world), its neighbour hues,
     its other two shapes, each at the class's middle values; and their titles."""
-    from worlds import shapes3d as s3
     color, shape, size = (int(b) for b in bits)
     rows, titles = [], []
 
     def add(c, s, half_height, title):
-        rows.append([s3.HUE_STEP * (c % 10), s, half_height, 16.0, 16.0])
+        rows.append([shapes3d.HUE_STEP * (c % 10), s, half_height, 16.0, 16.0])
         titles.append(title)
-    add(color, shape, s3.SIZES[size], "asked")
+    add(color, shape, shapes3d.SIZES[size], "asked")
     for k in (size - 1, size + 1):
-        if 0 <= k < len(s3.SIZES):
-            add(color, shape, s3.SIZES[k], f"size {k}")
+        if 0 <= k < len(shapes3d.SIZES):
+            add(color, shape, shapes3d.SIZES[k], f"size {k}")
         else:
-            beyond = s3.SIZES[0] + (s3.SIZES[1] - s3.SIZES[0]) * k
+            beyond = shapes3d.SIZES[0] + (shapes3d.SIZES[1] - shapes3d.SIZES[0]) * k
             add(color, shape, beyond, f"size {k} (none)")
     for c in (color - 1, color + 1):
-        add(c, shape, s3.SIZES[size], s3.VALUES[0][c % 10])
+        add(c, shape, shapes3d.SIZES[size], shapes3d.VALUES[0][c % 10])
     for s in range(3):
         if s != shape:
-            add(color, s, s3.SIZES[size], s3.VALUES[1][s])
-    return s3.render(np.array(rows, np.float32)), titles
+            add(color, s, shapes3d.SIZES[size], shapes3d.VALUES[1][s])
+    return shapes3d.render(np.array(rows, np.float32)), titles
 
 
 def draw_shapes3d_sheet(path, images, factors, numbers, scale=4):
-    from worlds import shapes3d as s3
     plt = runs.pyplot()
     fig, axes = plt.subplots(len(images), 8, figsize=(8 * 1.25, len(images) * 1.45))
     axes = np.atleast_2d(axes)
     for row, (image, bits, number) in enumerate(zip(images, factors, numbers)):
         references, titles = shapes3d_references(bits)
         tiles = [image] + list((references * 255).astype(np.uint8))
-        names = [f"#{number}: {s3.describe(s3.bits_to_code(bits))}"] + titles
+        names = [f"#{number}: {shapes3d.describe(shapes3d.bits_to_code(bits))}"] + titles
         for ax, tile, title in zip(axes[row], tiles, names):
             ax.imshow(tile, interpolation="nearest")
             ax.set_title(title, fontsize=7, fontweight="bold" if title.startswith("#") else None)
@@ -138,17 +137,16 @@ def draw_shapes3d_sheet(path, images, factors, numbers, scale=4):
 
 
 def draw_clips_sheet(path, images, factors, numbers):
-    from worlds import clips as cl
     plt = runs.pyplot()
-    real, bits, _ = cl.make_dataset(cl.COMPOSITIONS, 1, seed=7)
-    real_of = {cl.bits_to_code(b): clip for clip, b in zip(real, bits)}
+    real, bits, _ = clips.make_dataset(clips.COMPOSITIONS, 1, seed=7)
+    real_of = {clips.bits_to_code(b): clip for clip, b in zip(real, bits)}
     fig, axes = plt.subplots(2 * len(images), 4, figsize=(4 * 1.7, 2 * len(images) * 1.75))
     for k, (image, asked, number) in enumerate(zip(images, factors, numbers)):
-        code = cl.bits_to_code(asked)
-        for line, (clip, title) in enumerate(((image, f"#{number}: asked {cl.describe(code)}"),
+        code = clips.bits_to_code(asked)
+        for line, (clip, title) in enumerate(((image, f"#{number}: asked {clips.describe(code)}"),
                                               ((real_of[code] * 255).astype(np.uint8),
-                                               f"a real {cl.describe(code)}"))):
-            frames = cl.frames_of(clip[None])[0]
+                                               f"a real {clips.describe(code)}"))):
+            frames = clips.frames_of(clip[None])[0]
             for t, ax in enumerate(axes[2 * k + line]):
                 ax.imshow(frames[t], interpolation="nearest", extent=(0, 16, 16, 0))
                 ax.axvline(8, color="white", linewidth=0.4, alpha=0.6)   # the frame's middle
@@ -271,7 +269,7 @@ def refusals(name, images, factors):
     ("no bite"), else the first factor it reads as another value ("the size"); "" where the
     reading composes it."""
     world = worlds.world(name)
-    read = getattr(world, READERS[name])(images)
+    read = READERS[name](images)
     kinds = [np.where(passed, "", check) for check, passed in world.checks(read).items()]
     kinds += [np.where(read["bits"][:, f] == factors[:, f], "", f"the {factor}")
               for f, factor in enumerate(world.FACTORS)]
