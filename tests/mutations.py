@@ -2268,7 +2268,7 @@ MUTATIONS = [
      "return len(caught)", [f"{GC}::test_the_probe_times_whole_steps_after_its_warm_up"], None),
     ("tools/gpu_check.py", "found[model].update(each=round(sum(together) / at_once, 2),",
      "found[model].update(each=round(max(together), 2),",
-     [f"{GC}::test_the_tiny_check_runs_end_to_end_and_its_summary_is_read_from_the_runs"], None),
+     [f"{GC}::test_speeds_are_the_mean_and_the_sum_of_the_runs_at_once"], None),
     ("tools/gpu_check.py", 'round(metrics[-1]["step"] / seconds, 1)', "round(len(metrics) / seconds, 1)",
      [f"{GC}::test_a_row_and_its_table_line_are_read_from_the_run_folder"], None),
     ("tools/gpu_check.py", 'return "no evaluation" if os.path.isdir(folder) else "not started"',

@@ -171,6 +171,22 @@ def test_a_speed_line_reads_the_probes():
     assert gpu_check.speed_line("dit", off_cuda) == "| `dit.py` | 40.5 | – | – | – | – |"
 
 
+def test_speeds_are_the_mean_and_the_sum_of_the_runs_at_once(monkeypatch):
+    """Probes that report different speeds: each is their mean, in_all their sum (one probe
+    alone first, then at_once of them)."""
+    asked = []
+
+    def probe(model, count, device, settings, folder):
+        asked.append(count)
+        return [{"steps_per_second": s} for s in ([9.0] if count == 1 else [1.0, 2.0, 6.0])]
+
+    monkeypatch.setattr(gpu_check, "probes", probe)
+    found = gpu_check.speeds("out", ["dit"], "cpu", 3, "tiny")["dit"]
+    assert asked == [1, 3] and found["alone"] == {"steps_per_second": 9.0}
+    assert (found["at_once"], found["each"], found["in_all"]) == (3, 3.0, 9.0)
+    assert gpu_check.speeds("out", ["dit"], "cpu", 1, "tiny")["dit"]["each"] is None
+
+
 def test_the_cuda_version_is_reported_on_a_cuda_run_only(monkeypatch):
     monkeypatch.setattr(torch.version, "cuda", "12.4")             # a CUDA build on a CPU run
     found = gpu_check.provenance("cpu", None)
