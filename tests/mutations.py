@@ -1044,6 +1044,8 @@ MUTATIONS = [
      'keys = np.array([f"{s}|{group_of[world.bits_to_code(f)]}"',
      [f"{LB}::test_estimates_weigh_each_side_of_the_drawing_by_its_share_of_the_stratum"], None),
     # clips.py: the driving-clip world (Table 12's split in time), its readings and CRA
+    ("worlds/clips.py", "zip(FACTORS, as_asked[mine].T)", "zip(FACTORS, as_asked[mine].T[::-1])",
+     [f"{CL}::test_samples_flag_counts_a_legible_clip_of_another_class_as_not_composed"], None),
     ("worlds/clips.py", 'SEEN = ("00", "01", "11", "12")', 'SEEN = ("00", "01", "02", "11")',
      [f"{CL}::test_the_split_is_the_studys_table_12"], None),
     ("worlds/clips.py", "vanish = (latents[:, 3, None] + latents[:, 2, None] * t).ravel()",

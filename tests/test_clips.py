@@ -688,7 +688,8 @@ def test_main_prints_each_calibration_kinds_share_and_cra_on_real_clips(monkeypa
 
 def test_samples_flag_counts_a_legible_clip_of_another_class_as_not_composed(tmp_path, capsys):
     """A run's samples: 4 real clips of each class, one of day-left's drawn as night-left: day-left
-    reads composed 75.0% and refused by no check (it is a clip, of another class)."""
+    reads composed 75.0% and refused by no check (it is a clip, of another class); its time reads as
+    asked in 75.0%, its direction in 100.0%."""
     asked = np.repeat([W.code_to_bits(c) for c in W.COMPOSITIONS], 4, 0)
     drawn = asked.copy()
     drawn[1] = [1, 0]
@@ -701,6 +702,8 @@ def test_samples_flag_counts_a_legible_clip_of_another_class_as_not_composed(tmp
         assert line.startswith(f"{W.describe(code)} composed "
                                f"{'75.0' if code == '00' else '100.0'}%; refused: "), line
         assert line.count(" 0.0%") == 5, line
+        assert line.endswith(f"read as asked: time {'75.0' if code == '00' else '100.0'}%, "
+                             "direction 100.0%"), line
 
 
 # ------------------------------------------------------------------------ the calibration

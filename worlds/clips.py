@@ -476,18 +476,23 @@ def main(argv=None):
                                      "Hit@1 on real clips.")
     parser.add_argument("--n", type=int, default=200, help="clips of each kind")
     parser.add_argument("--samples", help="instead, a run's samples.npz: of each asked class, the "
-                        "share composed and the share each check of legible() refuses")
+                        "share composed, the share each check of legible() refuses and the share "
+                        "whose time and direction read as asked")
     args = parser.parse_args(argv)
     if args.samples:
         kept = np.load(args.samples)
         images, asked = np.asarray(kept["images"], np.float32) / 255, kept["factors"]
-        passed, composed = checks(read_clips(images)), readings(images, asked)["composed"]
+        read = read_clips(images)
+        passed, composed = checks(read), readings(images, asked)["composed"]
+        as_asked = read["bits"] == asked                           # (N, 2): time, direction
         codes = np.array([bits_to_code(bits) for bits in asked])
         for code in COMPOSITIONS:
             mine = codes == code
             print(f"  {describe(code):<15} composed {100 * composed[mine].mean():5.1f}%; refused: "
                   + ", ".join(f"{name} {100 * (~ok[mine]).mean():.1f}%"
-                              for name, ok in passed.items()))
+                              for name, ok in passed.items())
+                  + "; read as asked: " + ", ".join(f"{factor} {100 * ok.mean():.1f}%" for
+                                                    factor, ok in zip(FACTORS, as_asked[mine].T)))
         return
     accepted, rejected, asked = calibration_images(args.n)
     for name, images in accepted.items():
