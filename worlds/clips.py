@@ -483,8 +483,8 @@ def main(argv=None):
         kept = np.load(args.samples)
         images, asked = np.asarray(kept["images"], np.float32) / 255, kept["factors"]
         read = read_clips(images)
-        passed, composed = checks(read), readings(images, asked)["composed"]
         as_asked = read["bits"] == asked                           # (N, 2): time, direction
+        passed, composed = checks(read), legible(read) & as_asked.all(1)   # as readings() has it
         codes = np.array([bits_to_code(bits) for bits in asked])
         for code in COMPOSITIONS:
             mine = codes == code
