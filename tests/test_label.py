@@ -1,6 +1,7 @@
 """tools/label.py against known answers: which samples a labelled set takes (pick, pool, family),
 how label lines are read and joined (read_lines, read_pass, majority, build), what a sheet shows
-(shapes3d_references, the sheets), and the agreement it reports (agreement, between_people)."""
+(shapes3d_references, the sheets), and the agreement it reports (agreement, between_people,
+a_fresh_person)."""
 import os
 import sys
 
@@ -227,6 +228,31 @@ def test_where_people_split_parts_the_asked_half_by_whether_the_two_passes_agree
         pytest.approx(float("nan"), nan_ok=True), 0, 0.0, 1)
 
 
+def test_a_fresh_person_is_held_to_the_labels_of_the_held_out_half_only(tmp_path):
+    """Three real renders (composed) and a blank (not), labelled refuse, accept, refuse, refuse;
+    held out 0, 1, 3. The fresh look accepts 0 and 1 and refuses 3: right on 1 and 3; the reading
+    right on 1 and 3 too. A fresh look that labels a fitting sample, or misses one held out, is
+    refused."""
+    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
+    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
+    images[3] = 0
+    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
+             labels=np.array([0, 1, 0, 0]), reasons=np.array(["size", "", "hue", "faint"]),
+             held_out=np.array([True, True, False, True]), passes=np.zeros((3, 4), np.int64))
+    fresh = tmp_path / "labels" / "shapes3d" / "fresh"
+    fresh.mkdir(parents=True)
+    (fresh / "a.txt").write_text("0 accept\n1 accept\n3 refuse faint\n")
+    path, labels = str(tmp_path / "g.npz"), str(tmp_path / "labels")
+    assert label.a_fresh_person("shapes3d", path, labels) == (pytest.approx(2 / 3),
+                                                              pytest.approx(2 / 3), 3)
+    (fresh / "a.txt").write_text("0 refuse size\n1 accept\n3 refuse faint\n")
+    assert label.a_fresh_person("shapes3d", path, labels)[0] == 1.0
+    for lines in ("0 accept\n1 accept\n", "0 accept\n1 accept\n2 accept\n"):
+        (fresh / "a.txt").write_text(lines)
+        with pytest.raises(SystemExit, match="the held-out half is 3"):
+            label.a_fresh_person("shapes3d", path, labels)
+
+
 def test_a_shapes3d_sheet_shows_the_asked_solid_beside_its_neighbouring_values():
     references, titles = label.shapes3d_references((7, 2, 7))
     assert titles == ["asked", "size 6", "size 8 (none)", "blue", "purple", "cube", "cylinder"]
@@ -329,3 +355,6 @@ def test_each_worlds_readings_agree_with_its_held_out_labels_as_the_report_state
         assert min(first, second) >= floor - 0.01 and max(first, second) <= each_other, name
         sure, agreed, _, apart = label.where_people_split(name)
         assert sure >= 0.91 and agreed + apart == count, (name, sure)
+        fresh, reading, held_out = label.a_fresh_person(name)      # a person: 92.3%, 96.0%
+        assert fresh == pytest.approx({"shapes3d": 0.923, "clips": 0.96}[name], abs=5e-4)
+        assert reading == share and held_out == count

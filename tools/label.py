@@ -8,7 +8,8 @@ them on, and the readings' agreement with the labels (results/readings/README.md
 The labels are text files, results/readings/labels/<world>/<labelling>/*.txt, a line a sample
 ("17 accept", "18 refuse size,patch"): two labellings of every sample (first/, second/) by people
 who never see each other's, and a third look (third/) where those two disagree; the label is the
-majority.
+majority. A fresh look (fresh/) labels the held-out half once more, to measure a person against
+the labels as the readings are.
 
 `draw` takes, from every committed run of the world (results/<world>/runs/), and for every group
 of every run family (a model at one seen count, its seeds together), as many samples the reading
@@ -365,6 +366,21 @@ def where_people_split(name, path=None, part="held out"):
             float(right[~sure].mean()) if (~sure).any() else float("nan"), int((~sure).sum()))
 
 
+def a_fresh_person(name, path=None, labels=None):
+    """(a fresh labeller against the held-out labels, the reading against them, samples): the
+    held-out half labelled once more (labels/<world>/fresh/) by a labeller who voted in no label,
+    the yardstick of how far a person agrees with the labels a reading is held to."""
+    gallery, keep, why = read_part(name, path)
+    fresh = read_pass(name, "fresh", labels)
+    if sorted(fresh) != list(np.flatnonzero(keep)):
+        raise SystemExit(f"error: the fresh look labels {len(fresh)} samples; the held-out half "
+                         f"is {int(keep.sum())}")
+    person = np.array([fresh[i][0] for i in np.flatnonzero(keep)])
+    label = gallery["labels"][keep]
+    return (float((person == label).mean()), float(((why == "") == (label == 1)).mean()),
+            int(keep.sum()))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -393,6 +409,9 @@ def main(argv=None):
         sure, agreed, split, apart = where_people_split(args.world)
         print(f"  held out, where the two labellings agree ({agreed} samples) the reading agrees "
               f"with them on {100 * sure:.1f}%; where they split ({apart}), on {100 * split:.1f}%")
+        fresh, reading, count = a_fresh_person(args.world)
+        print(f"  held out, a fresh labeller who voted in no label agrees with the labels on "
+              f"{100 * fresh:.1f}% of {count}, the reading on {100 * reading:.1f}%")
         world = worlds.world(args.world)
         novel = [g for g, codes in world.GROUPS.items()
                  if set(codes) <= set(world.LEVEL1 + world.LEVEL2)]
