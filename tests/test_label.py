@@ -345,9 +345,9 @@ def test_estimates_weigh_each_side_of_the_drawing_by_its_share_of_the_stratum(tm
 
 
 def test_each_worlds_readings_agree_with_its_held_out_labels_as_the_report_states():
-    """results/readings/README.md: shapes3d 89.7% of 312 held out, clips 90.0% of 150 (the two
+    """results/readings/README.md: shapes3d 89.7% of 312 held out, clips 92.7% of 150 (the two
     passes of people: 92.3% and 91.7%); a sample or two may differ on another CPU."""
-    for name, floor, people in (("shapes3d", 0.88, 0.923), ("clips", 0.89, 0.917)):
+    for name, floor, people in (("shapes3d", 0.88, 0.923), ("clips", 0.91, 0.917)):
         share, count, _ = label.agreement(name)
         assert share >= floor and count == {"shapes3d": 312, "clips": 150}[name], (name, share)
         assert label.between_people(name) == pytest.approx(people, abs=5e-4)

@@ -249,6 +249,7 @@ LEGIBLE = {
     "gain": (0.75, 1.25),       # each frame's brightness against the renderer's
     "max_gain_spread": 0.12,    # between the frames of a clip (no flicker)
     "max_patch": 0.2,           # a 4x4 token's mean misfit, per the frame's light
+    "max_stray": 1,             # road-dark pixels on a frame's ground off the road: a speck
     "turn": 0.6,                # px a frame the vanishing point moves on average: beyond, a bend
     "min_bend_step": 0.4,       # a bend throughout: each of its three steps at least this its way
     "max_straight_step": 0.75,  # straight throughout: each step within this
@@ -289,13 +290,14 @@ def refined_vanish_step(error, best):
 
 def read_clips(images):
     """What a person reads in each clip (N, 32, 32, 3) in [0, 1]: per frame (N, 4) its time, the
-    fitted vanishing point, stripe's depth and gain and its largest patch (a token's mean misfit,
-    per its light); per clip its bad pixels and value indices (N, 2): the frames' commonest time,
-    the direction of the mean step."""
+    fitted vanishing point, stripe's depth and gain, its largest patch (a token's mean misfit,
+    per its light) and its stray road pixels; per clip its bad pixels and value indices (N, 2):
+    the frames' commonest time, the direction of the mean step."""
     frames = frames_of(np.asarray(images, dtype=np.float32)).reshape(-1, FRAME * FRAME * 3)
     night = frames.mean(1) < LEGIBLE["day_above"]                                  # (M,)
     fit = np.zeros((len(frames), 2), np.float32)
     gain, drawn = np.zeros(len(frames), np.float32), np.zeros_like(frames)
+    ground = np.zeros((len(frames), FRAME, FRAME), bool)        # where the fitted frame is ground
     for time in (0, 1):
         chosen = np.flatnonzero(night == time)
         if not len(chosen):
@@ -309,6 +311,8 @@ def read_clips(images):
         fit[chosen] = grid[best.numpy()]
         fit[chosen, 0] += refined_vanish_step(-score, best)   # between the grid's points
         drawn[chosen] = gain[chosen, None] * pictures[best].numpy()
+        ground[chosen] = (np.abs(pictures[best].numpy().reshape(-1, FRAME, FRAME, 3)
+                                 - (NIGHT if time else 1.0) * GROUND).max(-1) < 1e-6)
     misfit = np.abs(frames - drawn).reshape(-1, FRAME, FRAME, 3).max(-1)           # (M, 16, 16)
     # a patch: a 4x4 token (the generators' unit) off the renderer's frame as a whole, against
     # the frame's light (a night frame's is 0.3 of a day's); noise averages out over its 16
@@ -317,6 +321,13 @@ def read_clips(images):
     relative = (frames - drawn).reshape(-1, FRAME, FRAME, 3) / light[:, None, None, None]
     tokens = relative.reshape(-1, 4, 4, 4, 4, 3).mean((2, 4))                    # (M, 4, 4, 3)
     patch = np.abs(tokens).max(-1).reshape(len(frames), -1).max(1)
+    # a stray road: road-dark pixels where the fitted frame draws only ground (half a pixel or
+    # more off its road), below the horizon's row: a second road, a dark block, which a token's
+    # mean can miss; noise seldom darkens the ground half way to the road
+    dark = frames.reshape(-1, FRAME, FRAME, 3).mean(-1) \
+        < light[:, None, None] * (ROAD.mean() + GROUND.mean()) / 2
+    below = np.arange(FRAME)[:, None] > HORIZON                                    # (16, 1)
+    stray = (ground & below & dark).reshape(-1, FRAME * FRAME).sum(1)              # (M,)
     n = len(images)
     vanish, depth = fit[:, 0].reshape(n, FRAMES), fit[:, 1].reshape(n, FRAMES)
     night = night.reshape(n, FRAMES)
@@ -324,7 +335,7 @@ def read_clips(images):
     direction = (step > -LEGIBLE["turn"]).astype(np.int64) + (step > LEGIBLE["turn"])
     return {"bits": np.stack([night.mean(1) > 0.5, direction], 1).astype(np.int64),
             "night": night, "vanish": vanish, "depth": depth, "gain": gain.reshape(n, FRAMES),
-            "patch": patch.reshape(n, FRAMES),
+            "patch": patch.reshape(n, FRAMES), "stray": stray.reshape(n, FRAMES),
             "bad": (misfit > BAD_PIXEL).reshape(n, -1).sum(1)}
 
 
@@ -339,6 +350,7 @@ def checks(read, rule=LEGIBLE):
         "lit as drawn": ((gain >= rule["gain"][0]).all(1) & (gain <= rule["gain"][1]).all(1)
                          & (np.ptp(gain, 1) <= rule["max_gain_spread"])),
         "no patch": (read["patch"] <= rule["max_patch"]).all(1),          # no block off
+        "no stray road": (read["stray"] <= rule["max_stray"]).all(1),
         "one bend": np.where(way == 0, np.abs(turns) <= rule["max_straight_step"],
                              turns * way >= rule["min_bend_step"]).all(1),
         "nearing": ((forward >= rule["forward"][0]).all(1) & (forward <= rule["forward"][1]).all(1)
