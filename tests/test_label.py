@@ -148,15 +148,21 @@ def test_agreement_counts_each_refusal_the_reading_misses_by_the_persons_first_r
         0.0, 2, {"person refuses: size": 1, "person refuses: patch": 1})
 
 
-def test_agreement_counts_the_reading_against_the_person_by_kind(tmp_path):
-    """Real renders (composed by the reading) labelled accept, refuse and accept, and a blank
-    labelled refuse; the held-out half holds samples 1 and 3."""
+def _four_solids(tmp_path, labels, reasons, held_out, passes=None):
+    """A gallery g.npz of three real renders (the reading composes them) and a blank (it does
+    not), asked [8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2], with these labels and halves."""
     bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
     images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
     images[3] = 0
     np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
-             labels=np.array([1, 0, 1, 0]), reasons=np.array(["", "size", "", "faint"]),
-             held_out=np.array([False, True, False, True]), passes=np.zeros((3, 4), np.int64))
+             labels=np.array(labels), reasons=np.array(reasons), held_out=np.array(held_out),
+             passes=np.zeros((3, 4), np.int64) if passes is None else np.array(passes))
+
+
+def test_agreement_counts_the_reading_against_the_person_by_kind(tmp_path):
+    """Real renders (composed by the reading) labelled accept, refuse and accept, and a blank
+    labelled refuse; the held-out half holds samples 1 and 3."""
+    _four_solids(tmp_path, [1, 0, 1, 0], ["", "size", "", "faint"], [False, True, False, True])
     path = str(tmp_path / "g.npz")
     assert label.agreement("shapes3d", path, "held out") == (0.5, 2, {"person refuses: size": 1})
     assert label.agreement("shapes3d", path, "fitting") == (1.0, 2, {})
@@ -199,13 +205,8 @@ def test_agreement_counts_what_the_person_accepts_by_the_readings_refusal(tmp_pa
 def test_against_each_person_compares_the_reading_with_each_pass_on_the_asked_half(tmp_path):
     """Three real renders (composed) and a blank (not); the held-out half holds samples 0, 1, 3:
     the first pass agrees with the reading on all three, the second on one, each other on one."""
-    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
-    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
-    images[3] = 0
-    passes = np.array([[1, 1, 0, 0], [0, 1, 1, 1], [0, -1, -1, 0]])
-    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
-             labels=np.array([0, 1, 0, 0]), reasons=np.array(["size", "", "hue", "faint"]),
-             held_out=np.array([True, True, False, True]), passes=passes)
+    _four_solids(tmp_path, [0, 1, 0, 0], ["size", "", "hue", "faint"], [True, True, False, True],
+                 [[1, 1, 0, 0], [0, 1, 1, 1], [0, -1, -1, 0]])
     path = str(tmp_path / "g.npz")
     assert label.against_each_person("shapes3d", path) == pytest.approx((1.0, 1 / 3, 1 / 3))
     assert label.against_each_person("shapes3d", path, "fitting") == pytest.approx((0.0, 1.0, 0.0))
@@ -215,13 +216,8 @@ def test_where_people_split_parts_the_asked_half_by_whether_the_two_passes_agree
     """Three real renders (composed) and a blank (not), labelled refuse, accept, refuse, refuse;
     the held-out half holds samples 0, 1, 3, where the passes agree on 1 and 3 (the reading right
     on both) and split on 0 (the reading wrong)."""
-    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
-    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
-    images[3] = 0
-    passes = np.array([[1, 1, 0, 0], [0, 1, 1, 0], [0, -1, 0, -1]])
-    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
-             labels=np.array([0, 1, 0, 0]), reasons=np.array(["size", "", "hue", "faint"]),
-             held_out=np.array([True, True, False, True]), passes=passes)
+    _four_solids(tmp_path, [0, 1, 0, 0], ["size", "", "hue", "faint"], [True, True, False, True],
+                 [[1, 1, 0, 0], [0, 1, 1, 0], [0, -1, 0, -1]])
     path = str(tmp_path / "g.npz")
     assert label.where_people_split("shapes3d", path) == (1.0, 2, 0.0, 1)
     assert label.where_people_split("shapes3d", path, "fitting") == (
@@ -233,12 +229,7 @@ def test_a_fresh_person_is_held_to_the_labels_of_the_held_out_half_only(tmp_path
     held out 0, 1, 3. The fresh look accepts 0 and 1 and refuses 3: right on 1 and 3; the reading
     right on 1 and 3 too. A fresh look that labels a fitting sample, or misses one held out, is
     refused."""
-    bits = np.array([[8, 2, 6], [1, 0, 3], [4, 1, 0], [2, 2, 2]])
-    images = shapes3d.render(shapes3d.sample_latents(bits, np.random.default_rng(1)))
-    images[3] = 0
-    np.savez(tmp_path / "g.npz", images=(images * 255).round().astype(np.uint8), factors=bits,
-             labels=np.array([0, 1, 0, 0]), reasons=np.array(["size", "", "hue", "faint"]),
-             held_out=np.array([True, True, False, True]), passes=np.zeros((3, 4), np.int64))
+    _four_solids(tmp_path, [0, 1, 0, 0], ["size", "", "hue", "faint"], [True, True, False, True])
     fresh = tmp_path / "labels" / "shapes3d" / "fresh"
     fresh.mkdir(parents=True)
     (fresh / "a.txt").write_text("0 accept\n1 accept\n3 refuse faint\n")
