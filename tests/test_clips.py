@@ -84,7 +84,8 @@ def test_each_wrong_kind_is_refused_though_every_frame_of_it_is_a_render():
         passed = W.checks(read)
         assert passed["no patch"].all() and not passed[check].any(), name      # the check named
         assert not W.legible(read).any(), name
-    for name, check in (("a 4x4 patch gone white", "no patch"), ("blank", "lit as drawn")):
+    for name, check in (("a 4x4 patch gone white", "no patch"), ("blank", "lit as drawn"),
+                        ("a strange-coloured 2x2 block", "no stray colour")):
         assert not W.checks(W.read_clips(rejected[name]))[check].any(), name
     for name, images in accepted.items():
         assert all(ok.all() for ok in W.checks(W.read_clips(images)).values()), name
@@ -559,6 +560,34 @@ def test_no_stray_road_forgives_one_road_dark_pixel_on_the_ground_and_refuses_tw
             assert read["patch"][0].max() < W.LEGIBLE["max_patch"], (night, rows, columns)
 
 
+def test_no_stray_colour_forgives_one_pixel_of_a_colour_the_scene_lacks_and_refuses_two():
+    """Pixels on frame 2's ground off the warm grey's line by 0.16 (a strange colour) or 0.14 (a
+    shade of the scene's own), by day and at night: one strange pixel is a speck and passes, two
+    are refused, though their token's mean misfit stays under max_patch and no road-dark pixel
+    strays; pixels of the scene's own colours at another brightness (a lighter ground, a darker
+    sky) are no strange colour, wherever they lie."""
+    lines = [c / np.linalg.norm(c) for c in (W.HUE, np.asarray(W.SKY))]
+    across = np.cross(*lines)
+    across /= np.linalg.norm(across)                  # off the grey's line and off the sky's too
+    for night, light in ((0, 1.0), (1, 0.3)):
+        ground = W.GROUND * light
+        for colour, count, strange in ((ground + 0.16 * across, 1, 1),
+                                       (ground + 0.16 * across, 2, 2),
+                                       (ground - 0.16 * across, 2, 2),
+                                       (ground + 0.14 * across, 2, 0),
+                                       (1.2 * ground, 2, 0),
+                                       (0.9 * light * np.asarray(W.SKY), 2, 0)):
+            gap = min(np.linalg.norm(colour - (colour @ line) * line) for line in lines)
+            assert (gap > 0.15) == (strange > 0), (night, colour, gap)   # as the case says
+            frames = W.frames_of(_clip(night, [8.0, 9.5, 11.0, 12.5], ON_GRID)).copy()
+            frames[0, 1, 14, :count] = colour
+            read = W.read_clips(W.mosaic(frames))
+            assert read["off_colour"][0].tolist() == [0, strange, 0, 0], (night, colour, count)
+            assert W.checks(read)["no stray colour"].tolist() == [strange <= 1], (night, count)
+            assert read["patch"][0].max() < W.LEGIBLE["max_patch"], (night, colour)
+            assert read["stray"][0].max() == 0, (night, colour)
+
+
 def test_the_time_read_is_the_commonest_of_the_frames_and_the_direction_the_mean_steps():
     """Three frames of four decide the time, whichever the odd one; the direction is the mean
     step's beyond +-0.6 px a frame (0.55 straight, 0.65 a bend), not the first step's or the
@@ -609,16 +638,17 @@ def test_nearing_holds_each_step_of_the_stripe_within_0_06_to_0_3_and_within_0_1
 
 
 def test_precise_is_composed_with_at_most_8_pixels_off_by_more_than_0_25():
-    """A right bend read exactly, with pixels of the ground off in one channel: 8 off by 0.27 is
-    precise, 9 is not; 9 off by 0.23 are no bad pixel; a clip read as another class than asked is
-    not precise however few its bad pixels."""
+    """A right bend read exactly, with pixels of the road lighter or darker in its own colour (the
+    red channel off by as much, the others a little less): 8 off by 0.27 is precise, 9 is not; 9
+    off by 0.23 are no bad pixel; a clip read as another class than asked is not precise however
+    few its bad pixels."""
     clean = W.frames_of(_clip(0, [8.0, 9.5, 11.0, 12.5], ON_GRID))[0]
-    places = [(k, 13 + (i % 3), 1 + 2 * (i // 3)) for i in range(3) for k in range(4)]   # ground
+    places = [(k, 13 + i, 8) for i in range(3) for k in range(4)]      # the road, below the stripe
 
     def off(count, by):
         frames = clean.copy()
         for k, row, column in places[:count]:
-            frames[k, row, column, 0] += by
+            frames[k, row, column] += by * W.HUE
         return W.mosaic(frames[None])
     images = np.concatenate([off(8, 0.27), off(9, 0.27), off(9, 0.23), off(9, -0.27), off(0, 0)])
     asked = [[0, 2]] * 4 + [[0, 1]]
@@ -703,7 +733,7 @@ def test_main_prints_each_calibration_kinds_share_and_cra_on_real_clips(monkeypa
     hit = W.cra(accepted["clean renders"], asked)["hit1"]
     want.append("CRA Hit@1 of real clips: " + ", ".join(f"{W.describe(c)} {100 * h:.1f}%"
                                                        for c, h in hit.items()))
-    assert len(lines) == 15 and lines == want
+    assert len(lines) == 17 and lines == want
 
 
 def test_samples_flag_counts_a_legible_clip_of_another_class_as_not_composed(tmp_path, capsys):
@@ -735,7 +765,9 @@ def test_each_calibration_kind_is_built_as_its_name_says():
     black; a patch gone white, one 4x4 token below the sky at 0.9; its own sky, one token below
     the horizon replaced by the sky above it; blank, black; the slowest or fastest bend, steps at
     an end of the class's range; another bend mid-clip, a first step of the asked direction and a
-    last of another; two times of day, frame 1 of the asked time and frame 4 of the other."""
+    last of another; two times of day, frame 1 of the asked time and frame 4 of the other; a
+    strange-coloured speck, one pixel of every frame below the horizon's row red, green or
+    purple; a strange-coloured block, 2x2 such pixels of one colour in one frame."""
     accepted, rejected, asked = W.calibration_images(60, seed=3)
     clean = W.frames_of(accepted["clean renders"])
     noise = accepted["noisy (sigma 0.03)"] - accepted["clean renders"]
@@ -764,6 +796,19 @@ def test_each_calibration_kind_is_built_as_its_name_says():
                                                 4 * column:4 * column + 4]
             sky = clean[i, k, :4, 4 * column:4 * column + 4]
             assert np.array_equal(block, np.full_like(block, 0.9) if other else sky), name
+    strange = {(0.9, 0.1, 0.1), (0.1, 0.8, 0.2), (0.6, 0.1, 0.8)}
+    specked = W.frames_of(accepted["a strange-coloured speck a frame"])
+    changed = (specked != clean).any(-1)                                       # (n, 4, 16, 16)
+    assert (changed.sum((2, 3)) == 1).all() and (np.nonzero(changed)[2] > W.HORIZON).all()
+    assert {tuple(c) for c in np.round(specked[changed].astype(float), 3)} <= strange
+    blocked = W.frames_of(rejected["a strange-coloured 2x2 block"])
+    for i in range(60):
+        k, rows, columns = np.nonzero((blocked[i] != clean[i]).any(-1))
+        assert len(set(k)) == 1 and rows.min() > W.HORIZON, i
+        assert sorted(zip(rows, columns)) == [(r, c) for r in range(rows.min(), rows.min() + 2)
+                                              for c in range(columns.min(), columns.min() + 2)], i
+        colours = {tuple(c) for c in np.round(blocked[i, k, rows, columns].astype(float), 3)}
+        assert len(colours) == 1 and colours <= strange, i
     assert not rejected["blank"].any()
     steps = np.diff(W.read_clips(accepted["the slowest or fastest bend"])["vanish"], axis=1)
     ends = W.LATERAL[asked[:, 1]]                                                  # (n, 2)

@@ -242,14 +242,16 @@ def conditioning(latents, mode, drop_prob=0.1, rng=None, train=True):
 # ---------------------------------------------------------------------------- the readings
 # What a person reads in a clip: four frames of one road at one time of day, the road bending one
 # way throughout (or not at all), the stripe coming nearer at a steady pace. The calibration suite
-# (calibration_images) bounds the thresholds; within its bounds, max_patch and min_bend_step are
-# set by labels people gave model clips (results/readings/).
+# (calibration_images) bounds the thresholds; within its bounds, they are set by labels people
+# gave model clips (results/readings/).
 LEGIBLE = {
     "day_above": 0.35,          # a frame's mean brightness: day above, night below
     "gain": (0.75, 1.25),       # each frame's brightness against the renderer's
     "max_gain_spread": 0.12,    # between the frames of a clip (no flicker)
     "max_patch": 0.2,           # a 4x4 token's mean misfit, per the frame's light
     "max_stray": 1,             # road-dark pixels on a frame's ground off the road: a speck
+    "off_colour": 0.15,         # a pixel's distance from the scene's two colour lines: beyond,
+    "max_off_colour": 1,        # a colour the scene lacks; more such pixels than this in a frame
     "turn": 0.6,                # px a frame the vanishing point moves on average: beyond, a bend
     "min_bend_step": 0.4,       # a bend throughout: each of its three steps at least this its way
     "max_straight_step": 0.75,  # straight throughout: each step within this
@@ -259,6 +261,7 @@ LEGIBLE = {
 MAX_BAD_PIXELS, BAD_PIXEL = 8, 0.25     # fidelity: the renderer's clip within these
 VANISH_GRID = np.arange(1.5, 14.51, 0.25, dtype=np.float32)
 DEPTH_GRID = np.arange(0.12, 0.901, 0.02, dtype=np.float32)
+COLOUR_LINES = np.stack([c / np.linalg.norm(c) for c in (HUE, np.array(SKY))])  # (2, 3)
 _TEMPLATES = {}
 
 
@@ -291,8 +294,9 @@ def refined_vanish_step(error, best):
 def read_clips(images):
     """What a person reads in each clip (N, 32, 32, 3) in [0, 1]: per frame (N, 4) its time, the
     fitted vanishing point, stripe's depth and gain, its largest patch (a token's mean misfit,
-    per its light) and its stray road pixels; per clip its bad pixels and value indices (N, 2):
-    the frames' commonest time, the direction of the mean step."""
+    per its light), its stray road pixels and its pixels of a colour the scene lacks; per clip
+    its bad pixels and value indices (N, 2): the frames' commonest time, the direction of the
+    mean step."""
     frames = frames_of(np.asarray(images, dtype=np.float32)).reshape(-1, FRAME * FRAME * 3)
     night = frames.mean(1) < LEGIBLE["day_above"]                                  # (M,)
     fit = np.zeros((len(frames), 2), np.float32)
@@ -328,6 +332,13 @@ def read_clips(images):
         < light[:, None, None] * (ROAD.mean() + GROUND.mean()) / 2
     below = np.arange(FRAME)[:, None] > HORIZON                                    # (16, 1)
     stray = (ground & below & dark).reshape(-1, FRAME * FRAME).sum(1)              # (M,)
+    # a stray colour: a pixel far from both of the scene's colours at any brightness (the warm
+    # grey below the horizon, the sky's blue): GIVT's red, green and purple specks, which a
+    # token's mean averages away; the suite's noise (sigma 0.03) seldom strays 0.15
+    pixels = frames.reshape(-1, FRAME * FRAME, 3)
+    along = pixels @ COLOUR_LINES.T                                           # (M, 256, 2)
+    away = np.linalg.norm(pixels[:, :, None] - along[..., None] * COLOUR_LINES, axis=-1)
+    off_colour = (away.min(-1) > LEGIBLE["off_colour"]).sum(1)                     # (M,)
     n = len(images)
     vanish, depth = fit[:, 0].reshape(n, FRAMES), fit[:, 1].reshape(n, FRAMES)
     night = night.reshape(n, FRAMES)
@@ -336,6 +347,7 @@ def read_clips(images):
     return {"bits": np.stack([night.mean(1) > 0.5, direction], 1).astype(np.int64),
             "night": night, "vanish": vanish, "depth": depth, "gain": gain.reshape(n, FRAMES),
             "patch": patch.reshape(n, FRAMES), "stray": stray.reshape(n, FRAMES),
+            "off_colour": off_colour.reshape(n, FRAMES),
             "bad": (misfit > BAD_PIXEL).reshape(n, -1).sum(1)}
 
 
@@ -351,6 +363,7 @@ def checks(read, rule=LEGIBLE):
                          & (np.ptp(gain, 1) <= rule["max_gain_spread"])),
         "no patch": (read["patch"] <= rule["max_patch"]).all(1),          # no block off
         "no stray road": (read["stray"] <= rule["max_stray"]).all(1),
+        "no stray colour": (read["off_colour"] <= rule["max_off_colour"]).all(1),
         "one bend": np.where(way == 0, np.abs(turns) <= rule["max_straight_step"],
                              turns * way >= rule["min_bend_step"]).all(1),
         "nearing": ((forward >= rule["forward"][0]).all(1) & (forward <= rule["forward"][1]).all(1)
@@ -459,12 +472,24 @@ def calibration_images(n=200, seed=1):
         patched[i, k_, 4 * row:4 * row + 4, 4 * column:4 * column + 4] = 0.9     # a token gone
         skied[i, k_, 4 * row:4 * row + 4, 4 * column:4 * column + 4] = \
             frames[i, k_, :4, 4 * column:4 * column + 4]            # its own sky, day or night
+    noisy = (clean + rng.normal(0, 0.03, clean.shape)).clip(0, 1)
+    # colours the scene lacks, below the horizon: a pixel in every frame (a speck, forgiven), or
+    # a 2x2 block in one frame
+    strange = np.array([[0.9, 0.1, 0.1], [0.1, 0.8, 0.2], [0.6, 0.1, 0.8]], np.float32)
+    specked, blocked = frames.copy(), frames.copy()
+    for i in range(n):
+        rows, columns = rng.integers(5, FRAME, FRAMES), rng.integers(0, FRAME, FRAMES)
+        specked[i, t, rows, columns] = strange[rng.integers(0, 3, FRAMES)]
+        k_, row = rng.integers(0, FRAMES), rng.integers(5, FRAME - 1)
+        column = rng.integers(0, FRAME - 1)
+        blocked[i, k_, row:row + 2, column:column + 2] = strange[rng.integers(0, 3)]
     accepted = {
         "clean renders": clean,
-        "noisy (sigma 0.03)": (clean + rng.normal(0, 0.03, clean.shape)).clip(0, 1),
+        "noisy (sigma 0.03)": noisy,
         "blurred (half a 3x3 box)": 0.5 * clean + 0.5 * blur(clean),
         "dimmed to 85%": 0.85 * clean,
         "the slowest or fastest bend": render(edge),
+        "a strange-coloured speck a frame": mosaic(specked),
     }
     rejected = {
         "bends another way mid-clip": redraw(night, bent, depth),
@@ -475,6 +500,7 @@ def calibration_images(n=200, seed=1):
         "a frame dropped (black)": mosaic(dropped),
         "a 4x4 patch gone white": mosaic(patched),
         "its own sky pasted below the horizon": mosaic(skied),
+        "a strange-coloured 2x2 block": mosaic(blocked),
         "blank": np.zeros_like(clean),
     }
     return accepted, rejected, bits
