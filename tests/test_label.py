@@ -244,6 +244,31 @@ def test_a_fresh_person_is_held_to_the_labels_of_the_held_out_half_only(tmp_path
             label.a_fresh_person("shapes3d", path, labels)
 
 
+def test_mcnemar_is_the_two_sided_binomial_tail_of_the_uneven_split():
+    """Where just one reader is right: 5 to 0 comes by chance in 2/32 of splits, 0 to 6 in 2/64,
+    2 to 5 in 2 (1 + 7 + 21)/128, 12 to 20 in 21.5% (as scipy's binomtest gives); an even split,
+    or none, always (1.0)."""
+    assert label.mcnemar(5, 0) == 0.0625 and label.mcnemar(0, 6) == 0.03125
+    assert label.mcnemar(2, 5) == pytest.approx(58 / 128) and label.mcnemar(5, 2) == 58 / 128
+    assert label.mcnemar(20, 12) == pytest.approx(0.21533, abs=1e-5)
+    assert label.mcnemar(3, 3) == 1.0 and label.mcnemar(0, 0) == 1.0
+
+
+def test_where_a_person_and_the_reading_part_counts_who_matches_the_label(tmp_path):
+    """The four solids of the fresh-look test (the reading right on held-out 1 and 3, wrong on 0).
+    A fresh look right on 0 alone: ahead on 0, behind on 1 and 3; right on all three: ahead on
+    0; wrong where the reading is: neither."""
+    _four_solids(tmp_path, [0, 1, 0, 0], ["size", "", "hue", "faint"], [True, True, False, True])
+    fresh = tmp_path / "labels" / "shapes3d" / "fresh"
+    fresh.mkdir(parents=True)
+    path, labels = str(tmp_path / "g.npz"), str(tmp_path / "labels")
+    for lines, want in (("0 refuse size\n1 refuse size\n3 accept\n", (1, 2, 1.0)),
+                        ("0 refuse size\n1 accept\n3 refuse faint\n", (1, 0, 1.0)),
+                        ("0 accept\n1 accept\n3 refuse faint\n", (0, 0, 1.0))):
+        (fresh / "a.txt").write_text(lines)
+        assert label.where_a_person_and_the_reading_part("shapes3d", path, labels) == want
+
+
 def test_a_shapes3d_sheet_shows_the_asked_solid_beside_its_neighbouring_values():
     references, titles = label.shapes3d_references((7, 2, 7))
     assert titles == ["asked", "size 6", "size 8 (none)", "blue", "purple", "cube", "cylinder"]
@@ -349,3 +374,5 @@ def test_each_worlds_readings_agree_with_its_held_out_labels_as_the_report_state
         fresh, reading, held_out = label.a_fresh_person(name)      # a person: 92.3%, 96.0%
         assert fresh == pytest.approx({"shapes3d": 0.923, "clips": 0.96}[name], abs=5e-4)
         assert reading == share and held_out == count
+        ahead, behind, chance = label.where_a_person_and_the_reading_part(name)
+        assert ahead - behind == round((fresh - reading) * count) and chance > 0.1, name

@@ -18,6 +18,7 @@ reading's verdict. Every other sample of a stratum is held out from fitting the 
 """
 import argparse
 import glob
+import math
 import os
 import re
 import sys
@@ -366,10 +367,10 @@ def where_people_split(name, path=None, part="held out"):
             float(right[~sure].mean()) if (~sure).any() else float("nan"), int((~sure).sum()))
 
 
-def a_fresh_person(name, path=None, labels=None):
-    """(a fresh labeller against the held-out labels, the reading against them, samples): the
-    held-out half labelled once more (labels/<world>/fresh/) by a labeller who voted in no label,
-    the yardstick of how far a person agrees with the labels a reading is held to."""
+def fresh_look(name, path=None, labels=None):
+    """(the fresh labeller right, the reading right) (n,) bool on the held-out half, each against
+    the held-out labels: the held-out half labelled once more (labels/<world>/fresh/) by a
+    labeller who voted in no label."""
     gallery, keep, why = read_part(name, path)
     fresh = read_pass(name, "fresh", labels)
     if sorted(fresh) != list(np.flatnonzero(keep)):
@@ -377,8 +378,31 @@ def a_fresh_person(name, path=None, labels=None):
                          f"is {int(keep.sum())}")
     person = np.array([fresh[i][0] for i in np.flatnonzero(keep)])
     label = gallery["labels"][keep]
-    return (float((person == label).mean()), float(((why == "") == (label == 1)).mean()),
-            int(keep.sum()))
+    return person == label, (why == "") == (label == 1)
+
+
+def a_fresh_person(name, path=None, labels=None):
+    """(a fresh labeller against the held-out labels, the reading against them, samples): the
+    yardstick of how far a person agrees with the labels a reading is held to."""
+    person, reading = fresh_look(name, path, labels)
+    return float(person.mean()), float(reading.mean()), len(person)
+
+
+def mcnemar(ahead, behind):
+    """The chance that two readers, each as likely as the other to be the one right where just
+    one of them is, part at least this unevenly: the exact two-sided McNemar test, a binomial of
+    1/2 over the ahead + behind samples where they part."""
+    parted = ahead + behind
+    tail = sum(math.comb(parted, k) for k in range(min(ahead, behind) + 1)) / 2 ** parted
+    return min(1.0, 2 * tail)
+
+
+def where_a_person_and_the_reading_part(name, path=None, labels=None):
+    """(held-out samples the fresh labeller gets right and the reading wrong, the reverse, and
+    mcnemar's chance of a split at least this uneven)."""
+    person, reading = fresh_look(name, path, labels)
+    ahead, behind = int((person & ~reading).sum()), int((reading & ~person).sum())
+    return ahead, behind, mcnemar(ahead, behind)
 
 
 def main(argv=None):
@@ -412,6 +436,10 @@ def main(argv=None):
         fresh, reading, count = a_fresh_person(args.world)
         print(f"  held out, a fresh labeller who voted in no label agrees with the labels on "
               f"{100 * fresh:.1f}% of {count}, the reading on {100 * reading:.1f}%")
+        ahead, behind, chance = where_a_person_and_the_reading_part(args.world)
+        print(f"  held out, where just one of the two matches the label ({ahead + behind} samples) "
+              f"it is the fresh labeller on {ahead}, the reading on {behind}: as uneven a split "
+              f"or more comes by chance {100 * chance:.0f}% of the time (exact McNemar)")
         world = worlds.world(args.world)
         novel = [g for g, codes in world.GROUPS.items()
                  if set(codes) <= set(world.LEVEL1 + world.LEVEL2)]
