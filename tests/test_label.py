@@ -362,17 +362,41 @@ def test_estimates_weigh_each_side_of_the_drawing_by_its_share_of_the_stratum(tm
 
 def test_each_worlds_readings_agree_with_its_held_out_labels_as_the_report_states():
     """results/readings/README.md: shapes3d 89.7% of 312 held out, clips 94.0% of 150 (the two
-    passes of people: 92.3% and 91.7%); a sample or two may differ on another CPU."""
+    passes of people: 92.3% and 91.7%); against each labelling 90.4 / 88.5% (they agree on 91.7%)
+    and 91.3 / 94.0% (93.3%); where just one of a fresh labeller and the reading matches the
+    label, the labeller 20 to 12 (McNemar 22%) and 5 to 2 (45%). A sample or two may differ on
+    another CPU."""
     for name, floor, people in (("shapes3d", 0.88, 0.923), ("clips", 0.93, 0.917)):
         share, count, _ = label.agreement(name)
         assert share >= floor and count == {"shapes3d": 312, "clips": 150}[name], (name, share)
         assert label.between_people(name) == pytest.approx(people, abs=5e-4)
         first, second, each_other = label.against_each_person(name)
-        assert min(first, second) >= floor - 0.03 and each_other >= 0.9, name
+        assert (first, second, each_other) == pytest.approx(          # within a sample
+            {"shapes3d": (0.904, 0.885, 0.917), "clips": (0.913, 0.94, 0.933)}[name],
+            abs=1 / count + 5e-4)
         sure, agreed, _, apart = label.where_people_split(name)
         assert sure >= 0.91 and agreed + apart == count, (name, sure)
         fresh, reading, held_out = label.a_fresh_person(name)      # a person: 92.3%, 96.0%
         assert fresh == pytest.approx({"shapes3d": 0.923, "clips": 0.96}[name], abs=5e-4)
         assert reading == share and held_out == count
         ahead, behind, chance = label.where_a_person_and_the_reading_part(name)
-        assert ahead - behind == round((fresh - reading) * count) and chance > 0.1, name
+        (want_ahead, want_behind), want = {"shapes3d": ((20, 12), 0.2153),
+                                           "clips": ((5, 2), 0.4531)}[name]
+        assert abs(ahead - want_ahead) + abs(behind - want_behind) <= 1, (name, ahead, behind)
+        assert chance == pytest.approx(want, abs=0.3 if name == "clips" else 0.1), name
+
+
+def test_agree_prints_the_figures_the_functions_give(capsys):
+    """`python tools/label.py agree clips`: the held-out agreement, the fresh labeller's and the
+    McNemar line, each as the functions behind it give them."""
+    label.main(["agree", "clips"])
+    out = capsys.readouterr().out
+    share, count, _ = label.agreement("clips")
+    fresh, reading, _ = label.a_fresh_person("clips")
+    ahead, behind, chance = label.where_a_person_and_the_reading_part("clips")
+    assert f"the readings agree with the held out labels on {100 * share:.1f}% of {count}" in out
+    assert f"agrees with the labels on {100 * fresh:.1f}% of {count}, the reading on " \
+           f"{100 * reading:.1f}%" in out
+    assert f"({ahead + behind} samples), it is the fresh labeller on {ahead}, the reading on " \
+           f"{behind}: as uneven a split or more comes by chance {100 * chance:.0f}% of the " \
+           "time" in out

@@ -437,9 +437,9 @@ def main(argv=None):
         print(f"  held out, a fresh labeller who voted in no label agrees with the labels on "
               f"{100 * fresh:.1f}% of {count}, the reading on {100 * reading:.1f}%")
         ahead, behind, chance = where_a_person_and_the_reading_part(args.world)
-        print(f"  held out, where just one of the two matches the label ({ahead + behind} samples) "
-              f"it is the fresh labeller on {ahead}, the reading on {behind}: as uneven a split "
-              f"or more comes by chance {100 * chance:.0f}% of the time (exact McNemar)")
+        print(f"  held out, where just one of the two matches the label ({ahead + behind} "
+              f"samples), it is the fresh labeller on {ahead}, the reading on {behind}: as uneven "
+              f"a split or more comes by chance {100 * chance:.0f}% of the time (exact McNemar)")
         world = worlds.world(args.world)
         novel = [g for g, codes in world.GROUPS.items()
                  if set(codes) <= set(world.LEVEL1 + world.LEVEL2)]

@@ -242,16 +242,16 @@ def conditioning(latents, mode, drop_prob=0.1, rng=None, train=True):
 # ---------------------------------------------------------------------------- the readings
 # What a person reads in a clip: four frames of one road at one time of day, the road bending one
 # way throughout (or not at all), the stripe coming nearer at a steady pace. The calibration suite
-# (calibration_images) bounds the thresholds; within its bounds, they are set by labels people
-# gave model clips (results/readings/).
+# (calibration_images) bounds the thresholds; within its bounds, max_patch, max_stray, colour_gap,
+# max_off_colour and min_bend_step are set by labels people gave model clips (results/readings/).
 LEGIBLE = {
     "day_above": 0.35,          # a frame's mean brightness: day above, night below
     "gain": (0.75, 1.25),       # each frame's brightness against the renderer's
     "max_gain_spread": 0.12,    # between the frames of a clip (no flicker)
     "max_patch": 0.2,           # a 4x4 token's mean misfit, per the frame's light
     "max_stray": 1,             # road-dark pixels on a frame's ground off the road: a speck
-    "off_colour": 0.15,         # a pixel's distance from the scene's two colour lines: beyond,
-    "max_off_colour": 1,        # a colour the scene lacks; more such pixels than this in a frame
+    "colour_gap": 0.15,         # a pixel this far from both of the scene's colour lines: a
+    "max_off_colour": 1,        # colour it lacks; more such pixels in a frame are refused
     "turn": 0.6,                # px a frame the vanishing point moves on average: beyond, a bend
     "min_bend_step": 0.4,       # a bend throughout: each of its three steps at least this its way
     "max_straight_step": 0.75,  # straight throughout: each step within this
@@ -261,7 +261,7 @@ LEGIBLE = {
 MAX_BAD_PIXELS, BAD_PIXEL = 8, 0.25     # fidelity: the renderer's clip within these
 VANISH_GRID = np.arange(1.5, 14.51, 0.25, dtype=np.float32)
 DEPTH_GRID = np.arange(0.12, 0.901, 0.02, dtype=np.float32)
-COLOUR_LINES = np.stack([c / np.linalg.norm(c) for c in (HUE, np.array(SKY))])  # (2, 3)
+COLOUR_LINES = np.stack([c / np.linalg.norm(c) for c in (HUE, np.array(SKY))]).astype(np.float32)
 _TEMPLATES = {}
 
 
@@ -338,7 +338,7 @@ def read_clips(images):
     pixels = frames.reshape(-1, FRAME * FRAME, 3)
     along = pixels @ COLOUR_LINES.T                                           # (M, 256, 2)
     away = np.linalg.norm(pixels[:, :, None] - along[..., None] * COLOUR_LINES, axis=-1)
-    off_colour = (away.min(-1) > LEGIBLE["off_colour"]).sum(1)                     # (M,)
+    off_colour = (away.min(-1) > LEGIBLE["colour_gap"]).sum(1)                     # (M,)
     n = len(images)
     vanish, depth = fit[:, 0].reshape(n, FRAMES), fit[:, 1].reshape(n, FRAMES)
     night = night.reshape(n, FRAMES)
