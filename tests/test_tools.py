@@ -698,7 +698,7 @@ def test_cra_features_report_reads_each_kind_and_each_kept_run(monkeypatch, tmp_
     monkeypatch.setattr(cra_features, "ROOT", str(tmp_path))
     lines = cra_features.report([clips.features, lambda x: torch.zeros(len(x), 4)], n=6)
     kinds, runs_ = lines[2:lines.index("")], lines[lines.index("") + 3:]
-    assert len(kinds) == 14 and kinds[0].startswith("| clean renders | accepts | 100.0 |")
+    assert len(kinds) == 16 and kinds[0].startswith("| clean renders | accepts | 100.0 |")
     for row in kinds:
         cells = row.strip("| ").split(" | ")
         assert cells[3].split(" / ")[0] == cells[2]
