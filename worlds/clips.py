@@ -472,7 +472,7 @@ def calibration_images(n=200, seed=1):
         patched[i, k_, 4 * row:4 * row + 4, 4 * column:4 * column + 4] = 0.9     # a token gone
         skied[i, k_, 4 * row:4 * row + 4, 4 * column:4 * column + 4] = \
             frames[i, k_, :4, 4 * column:4 * column + 4]            # its own sky, day or night
-    noisy = (clean + rng.normal(0, 0.03, clean.shape)).clip(0, 1)
+    noisy = (clean + rng.normal(0, 0.03, clean.shape)).clip(0, 1)   # before the draws below
     # colours the scene lacks, below the horizon: a pixel in every frame (a speck, forgiven), or
     # a 2x2 block in one frame
     strange = np.array([[0.9, 0.1, 0.1], [0.1, 0.8, 0.2], [0.6, 0.1, 0.8]], np.float32)
